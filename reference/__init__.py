@@ -1,0 +1,1 @@
+"""Readable formulations of the GDN recurrence used to check the definition's reference and our kernels."""
