@@ -1,0 +1,115 @@
+"""Command line: python -m harness eval|... (see README.md)."""
+import argparse
+import sys
+from pathlib import Path
+
+from harness.correctness import DEFAULT_ATOL, DEFAULT_MATCHED_RATIO, DEFAULT_RTOL, Tolerance
+from harness.jsonio import DataError
+
+
+def select_workloads(workloads, selector):
+    """'all', indices '0,3', ranges '0-2', uuids or uuid prefixes, comma-separated, in file order."""
+    if not selector or selector == "all":
+        return list(workloads)
+    picked = []
+    for part in (p.strip() for p in selector.split(",")):
+        if not part:
+            continue
+        if part.replace("-", "").isdigit() and part.count("-") <= 1 and not part.startswith("-"):
+            lo, _, hi = part.partition("-")
+            lo, hi = int(lo), int(hi or lo)
+            if not (0 <= lo <= hi < len(workloads)):
+                raise DataError("--workloads", f"range {part!r} outside 0-{len(workloads) - 1}")
+            picked.extend(range(lo, hi + 1))
+        else:
+            hits = [i for i, w in enumerate(workloads) if w.uuid.startswith(part)]
+            if len(hits) != 1:
+                raise DataError("--workloads", f"{part!r} matches {len(hits)} workload uuids; need exactly one")
+            picked.extend(hits)
+    seen = set()
+    return [workloads[i] for i in picked if not (i in seen or seen.add(i))]
+
+
+def _eval_args(p):
+    p.add_argument("--definition", required=True, help="definition name, e.g. gdn_decode_qk4_v8_d128_k_last")
+    p.add_argument("--workloads", default="all", help="indices, ranges and uuids: '0-2', '0,5', 'abcd1234'")
+    p.add_argument("--dataset", default=None, help="dataset root (default: the repo's workloads/)")
+    p.add_argument("--device", default=None, help="cuda or cpu (default: cuda if available)")
+    p.add_argument("--out", default=None, help="output folder for traces (default: results/local)")
+    p.add_argument("--resume", action="store_true", help="skip pairs that already have a trace in --out")
+    p.add_argument("--timeout", type=float, default=300.0, help="seconds per pair, build included (default 300)")
+    p.add_argument("--atol", type=float, default=DEFAULT_ATOL)
+    p.add_argument("--rtol", type=float, default=DEFAULT_RTOL)
+    p.add_argument("--required-matched-ratio", type=float, default=DEFAULT_MATCHED_RATIO)
+    p.add_argument("--warmup", type=int, help="override the official warmup calls")
+    p.add_argument("--iterations", type=int, help="override the official timed iterations")
+    p.add_argument("--trials", type=int, help="override the official trials")
+    p.add_argument("--no-profile-baseline", action="store_true", help="do not time the reference")
+    p.add_argument("--isolation", choices=["process", "worker", "none"], default="process",
+                   help="process: fresh subprocess per pair (official); worker: one persistent child")
+    p.add_argument("--timer", choices=["auto", "cupti", "events"], default="auto",
+                   help="CUDA timer; 'events' is not the official timer and is labelled so")
+    p.add_argument("--seed", type=int, default=0, help="seed for random inputs (recorded)")
+    p.add_argument("--quiet", action="store_true", help="no progress bar")
+
+
+def cmd_eval(args):
+    import torch
+
+    from harness.dataset import Dataset
+    from harness.evaluate import DEVIATIONS, EvalOptions, evaluate, summary_table
+    from harness.runner import TimingConfig, official_timing
+    from harness.solution_loader import resolve
+
+    dataset = Dataset(args.dataset) if args.dataset else Dataset()
+    definition = dataset.definition(args.definition)
+    workloads = select_workloads(dataset.workloads(definition), args.workloads)
+    solutions = [s for arg in args.solution for s in resolve(arg, definition, dataset)]
+    names = [s.name for s in solutions]
+    if len(set(names)) != len(names):
+        raise DataError("--solution", f"two solutions share a name: {names}")
+    device = args.device or ("cuda" if torch.cuda.is_available() else "cpu")
+    if device.startswith("cuda") and not torch.cuda.is_available():
+        raise DataError("--device", "CUDA is not available on this machine", "use --device cpu")
+    official = official_timing(definition.name)
+    timing = TimingConfig(args.warmup if args.warmup is not None else official.warmup,
+                          args.iterations if args.iterations is not None else official.iters,
+                          args.trials if args.trials is not None else official.trials)
+    opts = EvalOptions(device=device, out_dir=Path(args.out or "results/local"), timeout=args.timeout,
+                       tolerance=Tolerance(args.atol, args.rtol, args.required_matched_ratio), timing=timing,
+                       profile_baseline=not args.no_profile_baseline, resume=args.resume, seed=args.seed,
+                       isolation=args.isolation, timer=args.timer, show_progress=not args.quiet)
+    print(f"definition {definition.name}: {len(workloads)} workloads x {len(solutions)} solutions on {device}; "
+          f"traces -> {opts.out_dir}/traces/")
+    print("deliberate differences from the official evaluator:")
+    for d in DEVIATIONS:
+        print(f"  - {d}")
+    if not device.startswith("cuda"):
+        print("  - CPU device: latencies are wall-clock and NOT official figures")
+    results = evaluate(dataset, definition, workloads, solutions, opts)
+    print(summary_table(results))
+    done = [r for r in results if not r.skipped]
+    failed = [r for r in done if r.trace.evaluation.status.value != "PASSED"]
+    inputs = sorted({r.trace.evaluation.environment.libs.get("inputs", "?") for r in done})
+    print(f"{len(done)} pairs evaluated ({len(results) - len(done)} skipped by --resume), "
+          f"{len(done) - len(failed)} PASSED, {len(failed)} not; inputs: {', '.join(inputs) or '-'}")
+    return 0
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(prog="python -m harness", description=__doc__)
+    sub = parser.add_subparsers(dest="command", required=True)
+    p = sub.add_parser("eval", help="evaluate solutions on a definition's workloads")
+    _eval_args(p)
+    p.add_argument("--solution", action="append", required=True,
+                   help="solution .json, starter-kit folder, dataset root, or 'reference' / 'ours' (repeatable)")
+    p.set_defaults(func=cmd_eval)
+    args = parser.parse_args(argv)
+    try:
+        return args.func(args)
+    except DataError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("interrupted: traces written so far are kept; rerun with --resume to continue", file=sys.stderr)
+        return 130

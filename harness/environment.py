@@ -1,0 +1,59 @@
+"""Provenance of a run: hardware, library versions, harness commit, timer, inputs."""
+import functools
+import platform
+import subprocess
+from pathlib import Path
+
+import harness
+
+REPO = Path(__file__).resolve().parent.parent
+
+
+@functools.cache
+def harness_commit():
+    try:
+        out = subprocess.run(["git", "-C", str(REPO), "rev-parse", "--short=12", "HEAD"], capture_output=True,
+                             text=True, timeout=10)
+        commit = out.stdout.strip() or "unknown"
+        dirty = subprocess.run(["git", "-C", str(REPO), "status", "--porcelain", "--untracked-files=no"],
+                               capture_output=True, text=True, timeout=10).stdout.strip()
+        return commit + ("-dirty" if dirty else "")
+    except (OSError, subprocess.SubprocessError):
+        return "unknown"
+
+
+def _version(module):
+    try:
+        return __import__(module).__version__
+    except Exception:
+        return None
+
+
+@functools.cache
+def hardware(device):
+    import torch
+    if device.startswith("cuda") and torch.cuda.is_available():
+        return torch.cuda.get_device_name(torch.device(device))
+    return f"CPU {platform.machine()}"
+
+
+@functools.cache
+def libs(device):
+    import torch
+    out = {"python": platform.python_version(), "torch": torch.__version__}
+    for mod in ("triton", "flashinfer", "numpy"):
+        v = _version(mod)
+        if v:
+            out[mod] = v
+    if device.startswith("cuda") and torch.cuda.is_available():
+        out["cuda"] = str(torch.version.cuda)
+        props = torch.cuda.get_device_properties(torch.device(device))
+        out["sm_count"] = str(props.multi_processor_count)
+        out["compute_capability"] = f"{props.major}.{props.minor}"
+        try:
+            out["driver"] = subprocess.run(["nvidia-smi", "--query-gpu=driver_version", "--format=csv,noheader"],
+                                           capture_output=True, text=True, timeout=20).stdout.split("\n")[0].strip()
+        except (OSError, subprocess.SubprocessError):
+            pass
+    out["harness"] = f"{harness.__version__}+{harness_commit()}"
+    return out

@@ -1,0 +1,170 @@
+"""Run jobs in isolated processes: a fresh spawned child per (workload, solution) pair, with a
+wall-clock timeout covering build and everything after it.
+
+A crash of the child (segfault, CUDA illegal access, os._exit) becomes RUNTIME_ERROR with the
+child's log; a child still running at the deadline is killed and becomes TIMEOUT. To hide process
+start-up (importing torch, creating a CUDA context), one spare child is started ahead of time and
+waits, idle, for its job; each child still serves exactly one job.
+
+Modes: "process" (the official isolated runner), "worker" (one persistent child for all jobs,
+restarted after a crash: quick local iteration), "none" (in this process: debugging only)."""
+import multiprocessing as mp
+import os
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from harness.trace import Status
+
+LOG_LIMIT = 256 * 1024  # characters of child output kept in a trace log
+
+
+def _child_main(conn, log_path, device, one_shot):
+    # Everything the solution prints, from Python or from C, lands in the log file.
+    fd = os.open(log_path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+    os.dup2(fd, 1)
+    os.dup2(fd, 2)
+    sys.stdout = os.fdopen(1, "w", buffering=1, closefd=False)
+    sys.stderr = os.fdopen(2, "w", buffering=1, closefd=False)
+    from harness.runner import run_job
+
+    if device.startswith("cuda"):
+        import torch
+        torch.cuda.init()
+    while True:
+        try:
+            job = conn.recv()
+        except EOFError:
+            return
+        if job is None:
+            return
+        conn.send(run_job(job).to_dict())
+        if one_shot:
+            return
+
+
+class _Child:
+    def __init__(self, ctx, device, one_shot, log_dir):
+        fd, self.log_path = tempfile.mkstemp(prefix="child-", suffix=".log", dir=log_dir)
+        os.close(fd)
+        self.conn, child_conn = ctx.Pipe()
+        self.proc = ctx.Process(target=_child_main, args=(child_conn, self.log_path, device, one_shot),
+                                daemon=True)
+        self.proc.start()
+        child_conn.close()
+        self.log_offset = 0
+
+    def read_log(self):
+        try:
+            with open(self.log_path, "rb") as f:
+                f.seek(self.log_offset)
+                data = f.read()
+                self.log_offset = f.tell()
+        except OSError:
+            return ""
+        return data.decode("utf-8", errors="replace")
+
+    def kill(self):
+        if self.proc.is_alive():
+            self.proc.kill()
+        self.proc.join(5)
+
+    def close(self):
+        self.kill()
+        try:
+            os.unlink(self.log_path)
+        except OSError:
+            pass
+
+
+def truncate_log(text, limit=LOG_LIMIT):
+    if len(text) <= limit:
+        return text
+    half = limit // 2
+    return f"{text[:half]}\n... [{len(text) - limit} characters cut by the harness] ...\n{text[-half:]}"
+
+
+class Runner:
+    """Runs Job objects; returns (outcome dict, log text)."""
+
+    def __init__(self, mode="process", device="cpu", timeout=300.0):
+        if mode not in ("process", "worker", "none"):
+            raise ValueError(f"unknown isolation mode {mode!r}")
+        self.mode, self.device, self.timeout = mode, device, timeout
+        self.ctx = mp.get_context("spawn")
+        self.log_dir = tempfile.mkdtemp(prefix="gdn-harness-logs-")
+        self.spare = None
+
+    def _new_child(self):
+        return _Child(self.ctx, self.device, self.mode == "process", self.log_dir)
+
+    def run(self, job):
+        if self.mode == "none":
+            from harness.runner import run_job
+            return run_job(job).to_dict(), ""
+        child = self.spare if self.spare is not None and self.spare.proc.is_alive() else self._new_child()
+        self.spare = None
+        if self.mode == "process":
+            self.spare = self._new_child()  # starts up while this job runs
+        start = time.monotonic()
+        try:
+            child.conn.send(job)
+            result = None
+            while True:
+                left = self.timeout - (time.monotonic() - start)
+                if left <= 0:
+                    child.kill()
+                    log = child.read_log()
+                    return ({"status": Status.TIMEOUT.value,
+                             "message": f"Evaluation timed out after {self.timeout:g} s (build included)"},
+                            truncate_log(log))
+                if child.conn.poll(min(left, 0.5)):
+                    try:
+                        result = child.conn.recv()
+                    except (EOFError, ConnectionError):
+                        result = None
+                    break
+                if not child.proc.is_alive() and not child.conn.poll(0):
+                    break
+        except (BrokenPipeError, ConnectionError):
+            result = None
+        if result is None:
+            child.proc.join(5)
+            code = child.proc.exitcode
+            log = child.read_log()
+            child.close()
+            if self.mode == "worker":
+                self.spare = None
+            return ({"status": Status.RUNTIME_ERROR.value,
+                     "message": f"Evaluation process died (exit code {code}) without a result"},
+                    truncate_log(log))
+        log = child.read_log()
+        if self.mode == "process":
+            child.proc.join(10)
+            child.close()
+        else:
+            self.spare = child  # worker mode: keep it for the next job
+        return result, truncate_log(log)
+
+    def close(self):
+        for c in (self.spare,):
+            if c is not None:
+                try:
+                    c.conn.send(None)
+                except (BrokenPipeError, OSError):
+                    pass
+                c.close()
+        self.spare = None
+        try:
+            for p in Path(self.log_dir).iterdir():
+                p.unlink()
+            os.rmdir(self.log_dir)
+        except OSError:
+            pass
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()

@@ -1,0 +1,190 @@
+"""Tests of the GDN decode Triton kernel (submission/gdn_decode_qk4_v8_d128_k_last).
+
+Without CUDA the kernel runs under Triton's interpreter (TRITON_INTERPRET=1, set before
+triton is imported). GPU-only checks are marked `gpu` and skipped without CUDA.
+"""
+import importlib.util
+import math
+import os
+import pathlib
+
+import pytest
+import torch
+
+if not torch.cuda.is_available():
+    os.environ.setdefault("TRITON_INTERPRET", "1")
+
+from reference.gdn_recurrent import recurrent_decode  # noqa: E402
+
+ROOT = pathlib.Path(__file__).resolve().parents[1]
+SOLUTION = ROOT / "submission" / "gdn_decode_qk4_v8_d128_k_last"
+KERNEL_PATH = SOLUTION / "solution" / "triton" / "kernel.py"
+DEVICE = "cuda" if torch.cuda.is_available() else "cpu"
+ATOL = RTOL = 1e-2
+OFFICIAL_SCALE = 0.08838834764831843
+
+gpu = pytest.mark.gpu
+needs_cuda = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA")
+
+
+def _load_module():
+    spec = importlib.util.spec_from_file_location("gdn_decode_solution_kernel", KERNEL_PATH)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+@pytest.fixture(scope="module")
+def mod():
+    return _load_module()
+
+
+def make_inputs(B, seed=0, state_std=16.0, device=DEVICE):
+    """Stand-in inputs as GDN.md describes; the state is large enough that outputs are O(1)."""
+    gen = torch.Generator().manual_seed(seed)
+
+    def randn(*shape):
+        return torch.randn(*shape, generator=gen)
+
+    q = torch.nn.functional.normalize(randn(B, 1, 4, 128), dim=-1).to(torch.bfloat16)
+    k = torch.nn.functional.normalize(randn(B, 1, 4, 128), dim=-1).to(torch.bfloat16)
+    v = randn(B, 1, 8, 128).to(torch.bfloat16)
+    a = randn(B, 1, 8).to(torch.bfloat16)
+    b = randn(B, 1, 8).to(torch.bfloat16)
+    A_log = torch.log(1.0 + 15.0 * torch.rand(8, generator=gen))
+    dt = torch.exp(math.log(1e-3) + (math.log(1e-1) - math.log(1e-3)) * torch.rand(8, generator=gen))
+    dt_bias = dt + torch.log(-torch.expm1(-dt))  # inverse softplus
+    state = randn(B, 8, 128, 128) * state_std
+    tensors = dict(q=q, k=k, v=v, state=state, A_log=A_log.float(), a=a,
+                   dt_bias=dt_bias.float(), b=b)
+    return {name: t.to(device) for name, t in tensors.items()}
+
+
+def empty_outputs(B, device=DEVICE, fill=float("nan")):
+    out = torch.full((B, 1, 8, 128), fill, dtype=torch.bfloat16, device=device)
+    ns = torch.full((B, 8, 128, 128), fill, dtype=torch.float32, device=device)
+    return out, ns
+
+
+def call(fn, inp, scale, out, ns):
+    fn(inp["q"], inp["k"], inp["v"], inp["state"], inp["A_log"], inp["a"], inp["dt_bias"],
+       inp["b"], scale, out, ns)
+
+
+def reference(inp, scale):
+    cpu = {n: t.cpu() for n, t in inp.items()}
+    return recurrent_decode(cpu["q"], cpu["k"], cpu["v"], cpu["state"], cpu["A_log"], cpu["a"],
+                            cpu["dt_bias"], cpu["b"], scale)
+
+
+def official_failures(x, y):
+    """Number of elements failing the official rule (abs > atol AND rel > rtol), fp32."""
+    x = x.float().cpu()
+    y = y.float().cpu()
+    abs_err = (x - y).abs()
+    rel_err = abs_err / (y.abs() + 1e-8)
+    return int(((abs_err > ATOL) & (rel_err > RTOL)).sum())
+
+
+def check(out, ns, ref_out, ref_ns):
+    assert out.dtype == torch.bfloat16 and out.shape == ref_out.shape
+    assert ns.dtype == torch.float32 and ns.shape == ref_ns.shape
+    assert torch.isfinite(out.float()).all(), "output not fully written / not finite"
+    assert torch.isfinite(ns).all(), "new_state not fully written / not finite"
+    assert official_failures(out, ref_out) == 0
+    assert (ns.cpu().double() - ref_ns).abs().max().item() < 1e-3
+
+
+def test_config_toml():
+    import tomllib
+    cfg = tomllib.loads((SOLUTION / "config.toml").read_text())
+    assert cfg["solution"]["definition"] == "gdn_decode_qk4_v8_d128_k_last"
+    assert cfg["build"]["language"] == "triton"
+    assert cfg["build"]["entry_point"] == "kernel.py::kernel"
+
+
+def test_entry_point_signature(mod):
+    import inspect
+    params = list(inspect.signature(mod.kernel).parameters)
+    assert params == ["q", "k", "v", "state", "A_log", "a", "dt_bias", "b", "scale",
+                      "output", "new_state"]
+
+
+@pytest.mark.parametrize("B,scale", [(1, OFFICIAL_SCALE), (4, 0.0)])
+def test_matches_reference(mod, B, scale):
+    inp = make_inputs(B, seed=B)
+    before = {n: t.clone() for n, t in inp.items()}
+    out, ns = empty_outputs(B)  # NaN-filled: every element must be overwritten
+    call(mod.kernel, inp, scale, out, ns)
+    ref_out, ref_ns = reference(inp, scale)
+    # The test must have teeth: outputs well above atol.
+    assert ref_out.abs().mean().item() > 0.2
+    check(out, ns, ref_out, ref_ns)
+    for n, t in inp.items():
+        assert torch.equal(t, before[n]), f"input {n} was modified"
+
+
+def test_scale_none_and_tensor(mod):
+    B = 1
+    inp = make_inputs(B, seed=7)
+    ref_out, ref_ns = reference(inp, None)
+    for scale in (None, torch.tensor(OFFICIAL_SCALE, dtype=torch.float32, device=DEVICE)):
+        out, ns = empty_outputs(B)
+        call(mod.kernel, inp, scale, out, ns)
+        check(out, ns, ref_out, ref_ns)
+
+
+def test_other_launch_configs(mod):
+    """Configurations of the tuning sweep (chunk loop, cache hints) give the same answer."""
+    B = 1
+    inp = make_inputs(B, seed=3)
+    ref_out, ref_ns = reference(inp, OFFICIAL_SCALE)
+    for cfg in (dict(BV=32, NCHUNK=2, num_warps=8, num_stages=2, load_evict="evict_first",
+                     store_cache=".cs"),
+                dict(BV=4, num_warps=1)):
+        out, ns = empty_outputs(B)
+        mod.launch(inp["q"], inp["k"], inp["v"], inp["state"], inp["A_log"], inp["a"],
+                   inp["dt_bias"], inp["b"], OFFICIAL_SCALE, out, ns, **cfg)
+        check(out, ns, ref_out, ref_ns)
+
+
+def test_mutation_is_caught(mod):
+    """A kernel reading the wrong q/k head for odd v-heads must fail the official rule."""
+    B = 1
+    inp = make_inputs(B, seed=11)
+    ref_out, _ = reference(inp, OFFICIAL_SCALE)
+    bad = dict(inp)
+    bad["q"] = inp["q"].roll(1, dims=2)
+    bad["k"] = inp["k"].roll(1, dims=2)
+    bad_out, _ = reference(bad, OFFICIAL_SCALE)
+    assert official_failures(bad_out, ref_out) > 0
+
+
+@gpu
+@needs_cuda
+@pytest.mark.parametrize("B", [1, 4, 8, 16, 32, 48, 64])
+def test_gpu_all_batch_sizes(mod, B):
+    inp = make_inputs(B, seed=100 + B)
+    before = {n: t.clone() for n, t in inp.items()}
+    out, ns = empty_outputs(B)
+    call(mod.kernel, inp, OFFICIAL_SCALE, out, ns)
+    torch.cuda.synchronize()
+    check(out, ns, *reference(inp, OFFICIAL_SCALE))
+    for n, t in inp.items():
+        assert torch.equal(t, before[n]), f"input {n} was modified"
+
+
+@gpu
+@needs_cuda
+def test_gpu_single_launch_no_sync(mod):
+    """One kernel per call: the profiler sees exactly one CUDA kernel."""
+    B = 8
+    inp = make_inputs(B, seed=5)
+    out, ns = empty_outputs(B)
+    call(mod.kernel, inp, OFFICIAL_SCALE, out, ns)  # compile outside the profiled region
+    torch.cuda.synchronize()
+    with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CUDA]) as prof:
+        call(mod.kernel, inp, OFFICIAL_SCALE, out, ns)
+        torch.cuda.synchronize()
+    kernels = [e for e in prof.events() if e.device_type == torch.autograd.DeviceType.CUDA]
+    assert len(kernels) == 1, [e.name for e in kernels]
