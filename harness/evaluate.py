@@ -61,7 +61,7 @@ class PairResult:
 
 
 def _now():
-    return datetime.datetime.now(datetime.timezone.utc).isoformat()
+    return datetime.datetime.now().isoformat()  # local time, no zone: as officially
 
 
 def _digest(files):
@@ -165,10 +165,13 @@ def make_trace(definition, workload, solution, outcome, log, ref_ms, env):
             lat = 0.0
         speedup = ref_ms / lat if ref_ms and lat else 0.0
         performance = Performance(lat, ref_ms or 0.0, speedup)
-    parts = [p for p in (log.strip(), outcome.get("message", "").strip()) if p]
+    text = log
+    extra = outcome.get("message", "")
+    if extra:  # as officially: the log, then the evaluator's message on its own line
+        text = f"{log}\n{extra}" if log else extra
     for w in outcome.get("warnings", []):
-        parts.append(f"[harness warning] {w}")
-    evaluation = Evaluation(status, env, _now(), "\n".join(parts), correctness, performance)
+        text += f"\n[harness warning] {w}"
+    evaluation = Evaluation(status, env, _now(), text, correctness, performance)
     return Trace(definition.name, workload, solution.name, evaluation)
 
 

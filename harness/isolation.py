@@ -17,7 +17,7 @@ from pathlib import Path
 
 from harness.trace import Status
 
-LOG_LIMIT = 256 * 1024  # characters of child output kept in a trace log
+LOG_LIMIT = 5 * 1024 * 1024  # bytes of child output kept in a trace log: the head, as officially
 
 
 def _child_main(conn, log_path, device, one_shot):
@@ -27,11 +27,9 @@ def _child_main(conn, log_path, device, one_shot):
     os.dup2(fd, 2)
     sys.stdout = os.fdopen(1, "w", buffering=1, closefd=False)
     sys.stderr = os.fdopen(2, "w", buffering=1, closefd=False)
-    from harness.runner import run_job
+    from harness.runner import run_job  # the slow part of start-up (torch), done while idle
 
-    if device.startswith("cuda"):
-        import torch
-        torch.cuda.init()
+    cuda_ready = False
     while True:
         try:
             job = conn.recv()
@@ -39,6 +37,11 @@ def _child_main(conn, log_path, device, one_shot):
             return
         if job is None:
             return
+        if device.startswith("cuda") and not cuda_ready:
+            # Created only once a job arrives, so an idle spare never touches the GPU being timed.
+            import torch
+            torch.cuda.init()
+            cuda_ready = True
         conn.send(run_job(job).to_dict())
         if one_shot:
             return
@@ -56,14 +59,16 @@ class _Child:
         self.log_offset = 0
 
     def read_log(self):
+        """This job's log (the head, truncated as officially); worker mode reads on from the last job."""
         try:
             with open(self.log_path, "rb") as f:
                 f.seek(self.log_offset)
-                data = f.read()
+                data = f.read(LOG_LIMIT + 1)
+                f.seek(0, os.SEEK_END)
                 self.log_offset = f.tell()
         except OSError:
             return ""
-        return data.decode("utf-8", errors="replace")
+        return truncate_log(data)
 
     def kill(self):
         if self.proc.is_alive():
@@ -78,11 +83,11 @@ class _Child:
             pass
 
 
-def truncate_log(text, limit=LOG_LIMIT):
-    if len(text) <= limit:
-        return text
-    half = limit // 2
-    return f"{text[:half]}\n... [{len(text) - limit} characters cut by the harness] ...\n{text[-half:]}"
+def truncate_log(data, limit=LOG_LIMIT):
+    """The official rule: keep the first `limit` bytes and mark the cut."""
+    if len(data) <= limit:
+        return data.decode("utf-8", errors="replace")
+    return data[:limit].decode("utf-8", errors="replace") + "\n\n[log truncated]\n"
 
 
 class Runner:
@@ -117,8 +122,8 @@ class Runner:
                     child.kill()
                     log = child.read_log()
                     return ({"status": Status.TIMEOUT.value,
-                             "message": f"Evaluation timed out after {self.timeout:g} s (build included)"},
-                            truncate_log(log))
+                             "message": f"Evaluation timeout after {self.timeout:g} seconds for solution "
+                                        f"{job.solution['name']}"}, log)
                 if child.conn.poll(min(left, 0.5)):
                     try:
                         result = child.conn.recv()
@@ -137,15 +142,14 @@ class Runner:
             if self.mode == "worker":
                 self.spare = None
             return ({"status": Status.RUNTIME_ERROR.value,
-                     "message": f"Evaluation process died (exit code {code}) without a result"},
-                    truncate_log(log))
+                     "message": f"Worker process failed unexpectedly (exit code {code})"}, log)
         log = child.read_log()
         if self.mode == "process":
             child.proc.join(10)
             child.close()
         else:
             self.spare = child  # worker mode: keep it for the next job
-        return result, truncate_log(log)
+        return result, log
 
     def close(self):
         for c in (self.spare,):

@@ -2,6 +2,7 @@
 import types
 
 from harness.correctness import normalize_outputs
+from harness.inputs import torch_dtype
 
 
 def load_reference(definition):
@@ -14,4 +15,5 @@ def load_reference(definition):
 
 
 def run_reference(run, definition, inputs):
-    return normalize_outputs(run(*inputs), len(definition.outputs))
+    return normalize_outputs(run(*inputs), list(definition.outputs),
+                             [torch_dtype(s.dtype) for s in definition.outputs.values()])

@@ -11,7 +11,7 @@ import torch
 from harness.builders import BuildError, build, check_signature
 from harness.correctness import Tolerance, check_output, merge_max, normalize_outputs
 from harness.definition import Definition
-from harness.inputs import allocate_outputs
+from harness.inputs import allocate_outputs, torch_dtype
 from harness.solution import Solution
 from harness.trace import Status
 from harness.workload import Workload
@@ -85,50 +85,59 @@ def call_solution(fn, inputs, definition, workload, device, dps):
         outputs = allocate_outputs(definition, workload, device)
         fn(*inputs, *outputs)
         return outputs
-    return normalize_outputs(fn(*inputs), len(definition.outputs))
+    return normalize_outputs(fn(*inputs), list(definition.outputs),
+                             [torch_dtype(s.dtype) for s in definition.outputs.values()], device)
 
 
 def run_job(job):
-    """Build, check correctness over the trials, then time. Never raises for solution faults."""
+    """Build, check correctness over all trials, then time. Never raises for solution faults.
+
+    As officially: the child clones the trial inputs once; the same clones feed the correctness calls
+    and then the timing calls."""
     definition = Definition.from_json(job.definition, "<job definition>")
     solution = Solution.from_json(job.solution, "<job solution>")
     workload = Workload.from_json(job.workload, "<job workload>")
     dps = solution.spec.destination_passing_style
     try:
         fn = build(solution)
+        problem = check_signature(fn, len(definition.inputs), len(definition.outputs), dps)
+        if problem:
+            raise BuildError(problem)
     except BuildError as exc:
-        return Outcome(Status.COMPILE_ERROR.value, str(exc))
-    problem = check_signature(fn, len(definition.inputs), len(definition.outputs), dps)
-    if problem:
-        return Outcome(Status.COMPILE_ERROR.value, problem)
+        print(f"Build error: BuildError: {exc}\n\nTraceback:\n{traceback.format_exc()}", flush=True)
+        return Outcome(Status.COMPILE_ERROR.value)
 
     payload = torch.load(job.payload_path, map_location="cpu", weights_only=False)
-    trial_inputs, trial_refs = payload["inputs"], payload["outputs"]
+    trial_refs = payload["outputs"]
+    trial_inputs = [[x.to(job.device).clone() if isinstance(x, torch.Tensor) else x for x in inputs]
+                    for inputs in payload["inputs"]]
     names_in, names_out = list(definition.inputs), list(definition.outputs)
     max_abs = max_rel = 0.0
-    warnings = []
-    device_inputs = []
-    for t in range(len(trial_inputs)):
-        inputs = _to_device(trial_inputs[t], job.device)
-        before = _snapshot(inputs)
+    numerical_failure, warnings = None, []
+    for t, inputs in enumerate(trial_inputs):
+        before = _snapshot(inputs) if t == 0 else None
         try:
-            outputs = call_solution(fn, inputs, definition, workload, job.device, dps)
+            with torch.no_grad():
+                outputs = call_solution(fn, inputs, definition, workload, job.device, dps)
             if job.device.startswith("cuda"):
                 torch.cuda.synchronize()
         except Exception:
-            return Outcome(Status.RUNTIME_ERROR.value, traceback.format_exc(), warnings=warnings)
-        changed = _changed_inputs(names_in, before, inputs)
-        if changed and t == 0:
-            warnings.append(f"inputs modified by the call: {', '.join(changed)}")
+            traceback.print_exc()
+            return Outcome(Status.RUNTIME_ERROR.value, warnings=warnings)
+        if before is not None:
+            changed = _changed_inputs(names_in, before, inputs)
+            if changed:
+                warnings.append(f"inputs modified by the call: {', '.join(changed)}")
         refs = _to_device(trial_refs[t], job.device)
         for name, out, ref in zip(names_out, outputs, refs):
             res = check_output(name, out, ref, job.tolerance)
-            if res.status is not None and res.status != Status.INCORRECT_NUMERICAL:
-                return Outcome(res.status.value, res.message, warnings=warnings)
+            if res.stops:  # shape/dtype carry no errors; inf/NaN report inf/NaN
+                return Outcome(res.status.value, res.message, res.max_abs, res.max_rel, warnings=warnings)
             max_abs, max_rel = merge_max(max_abs, res.max_abs), merge_max(max_rel, res.max_rel)
-            if res.status is not None:
-                return Outcome(res.status.value, f"trial {t}: {res.message}", max_abs, max_rel, warnings=warnings)
-        device_inputs.append(before)
+            if res.status is not None and numerical_failure is None:
+                numerical_failure = f"trial {t}: {res.message}"
+    if numerical_failure:
+        return Outcome(Status.INCORRECT_NUMERICAL.value, numerical_failure, max_abs, max_rel, warnings=warnings)
 
     outcome = Outcome(Status.PASSED.value, "", max_abs, max_rel, warnings=warnings)
     if not job.profile:
@@ -137,19 +146,17 @@ def run_job(job):
     try:
         per_trial, events, timer = [], [], None
         for t in range(job.timing.trials):
-            inputs = device_inputs[t % len(device_inputs)]
+            inputs = trial_inputs[t % len(trial_inputs)]
             outputs = allocate_outputs(definition, workload, job.device) if dps else []
-            args = [*inputs, *outputs]
-            res = timing.measure(fn, args, job.timing, job.device, job.timer)
+            res = timing.measure(fn, [*inputs, *outputs], job.timing, job.device, job.timer)
             per_trial.append(res.median_ms)
             timer = res.timer
             if res.event_ms is not None:
                 events.append(res.event_ms)
             warnings.extend(w for w in res.warnings if w not in warnings)
-    except timing.TimingError as exc:
-        return Outcome(Status.RUNTIME_ERROR.value, str(exc), max_abs, max_rel, warnings=warnings)
     except Exception:
-        return Outcome(Status.RUNTIME_ERROR.value, traceback.format_exc(), max_abs, max_rel, warnings=warnings)
+        traceback.print_exc()
+        return Outcome(Status.RUNTIME_ERROR.value, warnings=warnings)
     outcome.latency_ms = sum(per_trial) / len(per_trial)
     outcome.event_ms = sum(events) / len(events) if events else None
     outcome.timer = timer

@@ -3,7 +3,7 @@ import hashlib
 from dataclasses import dataclass, field
 from pathlib import PurePosixPath
 
-from harness.jsonio import DataError, Fields, dumps, read_json
+from harness.jsonio import DataError, Fields, read_json
 
 LANGUAGES = ("python", "triton", "cpp", "cuda", "tilelang")
 BINDINGS = ("tvm-ffi", "torch")
@@ -100,6 +100,11 @@ class Solution:
         return out
 
     def content_hash(self):
-        """Build cache key: the spec and the sources, not the name (two names, same code: one build)."""
-        body = {"spec": self.spec.to_json(), "sources": sorted((s.path, s.content) for s in self.sources)}
-        return hashlib.sha256(dumps(body, sort_keys=True).encode()).hexdigest()
+        """Build cache key, over what the official hash covers: definition, language, entry point,
+        binding, dependencies and sources; not the name, author, description or target hardware."""
+        h = hashlib.sha1()
+        for part in (self.definition, self.spec.language, self.spec.entry_point, self.spec.binding or "",
+                     *self.spec.dependencies, *[x for s in self.sources for x in (s.path, s.content)]):
+            h.update(part.encode())
+            h.update(b"\0")
+        return h.hexdigest()

@@ -12,10 +12,10 @@ SUBMISSION = REPO / "submission"
 
 def reference_solution(definition):
     """The definition's own reference as a value-returning python solution."""
-    spec = BuildSpec(language="python", target_hardware=["cpu", "cuda"], entry_point="reference.py::run",
+    spec = BuildSpec(language="python", target_hardware=["cuda"], entry_point="main.py::run",
                      destination_passing_style=False)
-    return Solution("reference", definition.name, "definition", spec,
-                    [SourceFile("reference.py", definition.reference)], "the definition's reference code")
+    return Solution("reference", definition.name, "__builtin__", spec,
+                    [SourceFile("main.py", definition.reference)], "the definition's reference code")
 
 
 def resolve(arg, definition, dataset):

@@ -7,6 +7,7 @@ import importlib.util
 import math
 import os
 import pathlib
+import sys
 
 import pytest
 import torch
@@ -14,9 +15,12 @@ import torch
 if not torch.cuda.is_available():
     os.environ.setdefault("TRITON_INTERPRET", "1")
 
+ROOT = pathlib.Path(__file__).resolve().parents[1]
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+
 from reference.gdn_recurrent import recurrent_decode  # noqa: E402
 
-ROOT = pathlib.Path(__file__).resolve().parents[1]
 SOLUTION = ROOT / "submission" / "gdn_decode_qk4_v8_d128_k_last"
 KERNEL_PATH = SOLUTION / "solution" / "triton" / "kernel.py"
 DEVICE = "cuda" if torch.cuda.is_available() else "cpu"
@@ -141,6 +145,7 @@ def test_other_launch_configs(mod):
     ref_out, ref_ns = reference(inp, OFFICIAL_SCALE)
     for cfg in (dict(BV=32, NCHUNK=2, num_warps=8, num_stages=2, load_evict="evict_first",
                      store_cache=".cs"),
+                dict(BV=16, num_warps=4, VB_FAST=True),
                 dict(BV=4, num_warps=1)):
         out, ns = empty_outputs(B)
         mod.launch(inp["q"], inp["k"], inp["v"], inp["state"], inp["A_log"], inp["a"],

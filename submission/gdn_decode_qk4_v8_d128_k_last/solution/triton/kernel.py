@@ -42,10 +42,14 @@ def _gdn_decode_kernel(
     scale,
     NUM_HV: tl.constexpr, GROUP: tl.constexpr, K: tl.constexpr, V: tl.constexpr,
     BV: tl.constexpr, NCHUNK: tl.constexpr, HAS_STATE: tl.constexpr,
-    LOAD_EVICT: tl.constexpr, STORE_CACHE: tl.constexpr,
+    LOAD_EVICT: tl.constexpr, STORE_CACHE: tl.constexpr, VB_FAST: tl.constexpr,
 ):
-    pid_bh = tl.program_id(0)            # b * HV + h  (v, a, b, output are [B, HV, ...])
-    pid_v = tl.program_id(1)             # block of BV * NCHUNK value rows
+    if VB_FAST:  # grid (V blocks, B * HV): the V blocks of one head are launched together
+        pid_v = tl.program_id(0)
+        pid_bh = tl.program_id(1)
+    else:        # grid (B * HV, V blocks)
+        pid_bh = tl.program_id(0)        # b * HV + h  (v, a, b, output are [B, HV, ...])
+        pid_v = tl.program_id(1)         # block of BV * NCHUNK value rows
     i_b = pid_bh // NUM_HV
     i_h = pid_bh % NUM_HV
     NUM_HK: tl.constexpr = NUM_HV // GROUP
@@ -90,8 +94,8 @@ def _gdn_decode_kernel(
 
 
 # ---------------------------------------------------------------------------------------------
-# Launch table: batch size -> (BV, NCHUNK, num_warps, num_stages, load eviction, store cache).
-# Grid = (B * HV, V / (BV * NCHUNK)). Chosen on an H200 (132 SMs, ~4.3 TB/s copy) from
+# Launch table: batch size -> (BV, NCHUNK, num_warps, num_stages, load eviction, store cache,
+# VB_FAST). Grid = (B * HV, V / (BV * NCHUNK)), or transposed when VB_FAST. Chosen on an H200 (132 SMs, ~4.3 TB/s copy) from
 # .scratch/decode_tune.py (cold L2, kernel time from CUPTI via torch.profiler); see the
 # report of issue P3 for the measured table.
 #
@@ -103,13 +107,13 @@ def _gdn_decode_kernel(
 #  * the store cache hint's effect on Blackwell's L2 is untested.
 # ---------------------------------------------------------------------------------------------
 _LAUNCH_TABLE = {
-    1: (8, 1, 4, 1, "", ""),
-    4: (16, 1, 4, 1, "", ""),
-    8: (16, 1, 4, 1, "", ""),
-    16: (32, 1, 4, 1, "", ""),
-    32: (32, 1, 4, 1, "", ""),
-    48: (32, 1, 4, 1, "", ""),
-    64: (32, 1, 4, 1, "", ""),
+    1: (8, 1, 4, 1, "", "", False),
+    4: (16, 1, 4, 1, "", "", False),
+    8: (16, 1, 4, 1, "", "", False),
+    16: (32, 1, 4, 1, "", "", False),
+    32: (32, 1, 4, 1, "", "", False),
+    48: (32, 1, 4, 1, "", "", False),
+    64: (32, 1, 4, 1, "", "", False),
 }
 _TABLE_KEYS = sorted(_LAUNCH_TABLE)
 _CFG_CACHE = {}
@@ -122,8 +126,10 @@ def _config_for(B):
         for kb in _TABLE_KEYS:        # largest tabulated batch size <= B
             if kb <= B:
                 key = kb
-        bv, nchunk, warps, stages, ev, sc = _LAUNCH_TABLE[key]
-        cfg = ((B * HV, V_DIM // (bv * nchunk)), bv, nchunk, warps, stages, ev, sc)
+        bv, nchunk, warps, stages, ev, sc, vbf = _LAUNCH_TABLE[key]
+        nvb = V_DIM // (bv * nchunk)
+        grid = (nvb, B * HV) if vbf else (B * HV, nvb)
+        cfg = (grid, bv, nchunk, warps, stages, ev, sc, vbf)
         _CFG_CACHE[B] = cfg
     return cfg
 
@@ -140,16 +146,18 @@ def _resolve_scale(scale):
 
 
 def launch(q, k, v, state, A_log, a, dt_bias, b, scale, output, new_state,
-           BV, NCHUNK=1, num_warps=4, num_stages=1, load_evict="", store_cache=""):
+           BV, NCHUNK=1, num_warps=4, num_stages=1, load_evict="", store_cache="",
+           VB_FAST=False):
     """Launch with an explicit configuration (used by the tuning script and tests)."""
     B = q.shape[0]
-    grid = (B * HV, V_DIM // (BV * NCHUNK))
+    nvb = V_DIM // (BV * NCHUNK)
+    grid = (nvb, B * HV) if VB_FAST else (B * HV, nvb)
     has_state = state is not None
     _gdn_decode_kernel[grid](
         q, k, v, state if has_state else new_state, A_log, a, dt_bias, b, output, new_state,
         _resolve_scale(scale),
         NUM_HV=HV, GROUP=HV // HK, K=K_DIM, V=V_DIM, BV=BV, NCHUNK=NCHUNK,
-        HAS_STATE=has_state, LOAD_EVICT=load_evict, STORE_CACHE=store_cache,
+        HAS_STATE=has_state, LOAD_EVICT=load_evict, STORE_CACHE=store_cache, VB_FAST=VB_FAST,
         num_warps=num_warps, num_stages=num_stages,
     )
 
@@ -158,12 +166,12 @@ def kernel(q, k, v, state, A_log, a, dt_bias, b, scale, output, new_state):
     """Official entry point (DPS). One kernel launch; no allocation, no sync, nothing else.
 
     Expects the definition's contiguous tensors (the harness allocates them so)."""
-    grid, bv, nchunk, warps, stages, ev, sc = _config_for(q.shape[0])
+    grid, bv, nchunk, warps, stages, ev, sc, vbf = _config_for(q.shape[0])
     has_state = state is not None
     _gdn_decode_kernel[grid](
         q, k, v, state if has_state else new_state, A_log, a, dt_bias, b, output, new_state,
         _resolve_scale(scale),
         NUM_HV=HV, GROUP=HV // HK, K=K_DIM, V=V_DIM, BV=bv, NCHUNK=nchunk,
-        HAS_STATE=has_state, LOAD_EVICT=ev, STORE_CACHE=sc,
+        HAS_STATE=has_state, LOAD_EVICT=ev, STORE_CACHE=sc, VB_FAST=vbf,
         num_warps=warps, num_stages=stages,
     )

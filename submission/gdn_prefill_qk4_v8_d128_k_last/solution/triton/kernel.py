@@ -1,0 +1,398 @@
+"""Gated DeltaNet prefill (qk4 / v8 / d128, k-last fp32 state): chunkwise WY/UT kernel in Triton.
+
+Definition: gdn_prefill_qk4_v8_d128_k_last. Destination-passing style:
+
+    kernel(q, k, v, state, A_log, a, dt_bias, b, cu_seqlens, scale, output, new_state) -> None
+
+q/k [T,4,128] bf16, v [T,8,128] bf16, a/b [T,8] bf16, A_log/dt_bias [8] fp32, cu_seqlens [N+1]
+int64 (read only on the device), state [N,8,128,128] fp32 k-last ([N, HV, V, K]); output
+[T,8,128] bf16 and new_state [N,8,128,128] fp32 are preallocated by the caller and fully
+written here. Inputs are never written. v-head h reads q/k head h // 2.
+
+One CTA per (sequence n, v-head h, slice of BV value columns). It keeps the state slice
+H = S^T [K=128, BV] in fp32 registers across all chunks of its sequence and walks the
+sequence in chunks of C tokens. Per chunk (G = in-chunk cumulative log gate, gamma = exp(G),
+never divided by; every ratio is exp(G_r - G_s) <= 1):
+
+    A   = strict_lower(beta_r exp(G_r - G_s) k_r.k_s)        [C, C]
+    Tm  = (I + A)^-1            diagonal SBxSB blocks by forward substitution, then doubling
+                                merges Tm_2s = Tm_s - Tm_s (E_s Tm_s)   (exact block formula)
+    R   = beta * (V - gamma * (K H))                        [C, BV]
+    X   = Tm R                  (= U - W H of the WY form, without materialising W)
+    O   = scale * (gamma * (Q H) + ((Q K^T) o M) X)           M[r,s] = exp(G_r - G_s), s <= r
+    H  <- exp(G_C) H + (exp(G_C - G) * K)^T X
+
+Every contraction is a tl.dot (tensor cores: bf16 operands where the operands are bf16
+inputs, tf32 where they are fp32 intermediates; fp32 accumulation). Gates and beta are
+computed in the kernel; varlen via cu_seqlens read in the kernel; the partial last chunk of a
+sequence is masked (masked rows get k = q = v = 0, beta = 0, log-gate = 0, so they are inert).
+
+ALGO (constexpr) selects only the inner per-chunk algorithm; grid, dispatch, gating, state
+I/O and output stores are shared:
+    ALGO_CHUNK     chunked WY/UT form above, Tm computed in the CTA (one launch: `kernel`)
+    ALGO_RECURRENT token-by-token register-resident recurrence, no tensor cores (ablation:
+                   `kernel_recurrent`)
+    ALGO_CHUNK_WS  the chunked form reading Tm from a workspace written by _gdn_prep_kernel
+                   (a two-launch variant kept for measurement; see _LAUNCH_TABLE)
+
+Under TRITON_INTERPRET=1 (tensors on the CPU) all dots run on fp32 operands ("ieee"), because
+the interpreter's bf16 tl.dot is wrong; on the GPU the operand precisions are the PREC_*
+constexprs below.
+"""
+import math
+
+import torch
+import triton
+import triton.language as tl
+
+HK = 4          # q/k heads
+HV = 8          # v heads
+D = 128         # head size (K == V)
+_DEFAULT_SCALE = 1.0 / math.sqrt(D)
+
+ALGO_CHUNK = 0
+ALGO_RECURRENT = 1
+ALGO_CHUNK_WS = 2
+
+# dot operand precision codes (constexpr)
+P_BF16 = 0
+P_TF32 = 1
+P_IEEE = 2      # exact fp32 (interpreter)
+P_TF32X3 = 3
+
+
+# --------------------------------------------------------------------------------------------
+# shared device helpers
+# --------------------------------------------------------------------------------------------
+@triton.jit
+def _mm(a, b, PREC: tl.constexpr):
+    """a @ b with fp32 accumulation; PREC picks the operand precision."""
+    if PREC == 0:
+        out = tl.dot(a.to(tl.bfloat16), b.to(tl.bfloat16), out_dtype=tl.float32)
+    elif PREC == 1:
+        out = tl.dot(a.to(tl.float32), b.to(tl.float32), input_precision="tf32")
+    elif PREC == 3:
+        out = tl.dot(a.to(tl.float32), b.to(tl.float32), input_precision="tf32x3")
+    else:
+        out = tl.dot(a.to(tl.float32), b.to(tl.float32), input_precision="ieee")
+    return out
+
+
+@triton.jit
+def _gates(a, b, alog, dtb):
+    """log g = -exp(A_log) * softplus(a + dt_bias) and beta = sigmoid(b); elementwise, fp32."""
+    x = a + dtb
+    sp = tl.where(x > 20.0, x, tl.log(1.0 + tl.exp(tl.minimum(x, 20.0))))
+    lg = -tl.exp(alog) * sp
+    beta = 1.0 / (1.0 + tl.exp(-b))
+    return lg, beta
+
+
+@triton.jit
+def _chunk_gates(a_ptr, b_ptr, tok, valid, h, alog, dtb, NHV: tl.constexpr):
+    """Per-token log gate and beta of one chunk ([C]); masked tokens get 0 and 0."""
+    a = tl.load(a_ptr + tok * NHV + h, mask=valid, other=0.0).to(tl.float32)
+    b = tl.load(b_ptr + tok * NHV + h, mask=valid, other=0.0).to(tl.float32)
+    lg, beta = _gates(a, b, alog, dtb)
+    lg = tl.where(valid, lg, 0.0)
+    beta = tl.where(valid, beta, 0.0)
+    return lg, beta
+
+
+@triton.jit
+def _chunk_tm(k, lg, beta, C: tl.constexpr, SB: tl.constexpr, LOG2NB: tl.constexpr,
+              PREC_QK: tl.constexpr, PREC_T: tl.constexpr):
+    """Tm = (I + A)^-1, A[r,s] = beta_r exp(G_r - G_s) (k_r . k_s) for s < r (fp32 [C, C])."""
+    NB: tl.constexpr = C // SB
+    G = tl.cumsum(lg, axis=0)
+    r = tl.arange(0, C)
+    lower = r[:, None] > r[None, :]
+    kk = _mm(k, tl.trans(k), PREC_QK)
+    dG = tl.where(lower, G[:, None] - G[None, :], 0.0)
+    A = tl.where(lower, beta[:, None] * tl.exp(dG) * kk, 0.0)
+
+    # diagonal SB x SB blocks: forward substitution, all NB blocks at once
+    A4 = tl.reshape(A, (NB, SB, NB, SB))
+    bi = tl.arange(0, NB)[:, None, None, None]
+    bj = tl.arange(0, NB)[None, None, :, None]
+    Dg = tl.sum(tl.where(bi == bj, A4, 0.0), axis=2)                 # [NB, SB, SB]
+    ii = tl.arange(0, SB)[None, :, None]
+    jj = tl.arange(0, SB)[None, None, :]
+    Ti = tl.where(ii == jj, 1.0, 0.0) + tl.zeros((NB, SB, SB), dtype=tl.float32)
+    for i in tl.static_range(1, SB):
+        a_i = tl.sum(tl.where(ii == i, Dg, 0.0), axis=1)             # row i of each block
+        row = tl.sum(a_i[:, :, None] * Ti, axis=1)                   # sum_j a_i[j] Ti[j, :]
+        Ti = tl.where(ii == i, Ti - row[:, None, :], Ti)
+    Tm = tl.reshape(tl.where(bi == bj, Ti[:, :, None, :], 0.0), (C, C))
+
+    # doubling merges: with D_s = blockdiag of s-blocks and E_s the A-entries of the
+    # lower-left s-block inside each 2s-block, (D_s + E_s)^-1 = Tm_s - Tm_s E_s Tm_s.
+    for lvl in tl.static_range(LOG2NB):
+        s: tl.constexpr = SB * (1 << lvl)
+        sel = ((r[:, None] // s) == (r[None, :] // s) + 1) & (((r[None, :] // s) % 2) == 0)
+        E = tl.where(sel, A, 0.0)
+        Tm = Tm - _mm(Tm, _mm(E, Tm, PREC_T), PREC_T)
+    return Tm
+
+
+@triton.jit
+def _chunk_apply(H, Tm, q, k, v, lg, beta, scale, C: tl.constexpr,
+                 PREC_QK: tl.constexpr, PREC_T: tl.constexpr, PREC_S: tl.constexpr,
+                 PREC_O: tl.constexpr):
+    """Given Tm of the chunk: output tile O [C, BV] and the state after the chunk."""
+    G = tl.cumsum(lg, axis=0)
+    gC = tl.sum(lg, axis=0)                                          # G at the chunk end
+    r = tl.arange(0, C)
+    causal = r[:, None] >= r[None, :]
+    P = tl.where(causal, tl.exp(tl.where(causal, G[:, None] - G[None, :], 0.0)), 0.0)
+    P = P * _mm(q, tl.trans(k), PREC_QK)                             # (Q K^T) o M
+    gam = tl.exp(G)
+    KH = _mm(k, H, PREC_S)                                           # [C, BV]
+    QH = _mm(q, H, PREC_S)
+    R = beta[:, None] * (v - gam[:, None] * KH)
+    X = _mm(Tm, R, PREC_T)                                           # new values, [C, BV]
+    O = scale * (gam[:, None] * QH + _mm(P, X, PREC_O))
+    kd = k.to(tl.float32) * tl.exp(gC - G)[:, None]
+    H = tl.exp(gC) * H + _mm(tl.trans(kd), X, PREC_S)
+    return O, H
+
+
+@triton.jit
+def _recurrent_chunk(H, c0, eos, h, hq, v0, q_ptr, k_ptr, v_ptr, a_ptr, b_ptr, o_ptr,
+                     alog, dtb, scale, C: tl.constexpr, BV: tl.constexpr,
+                     NHV: tl.constexpr, NHK: tl.constexpr, DK: tl.constexpr,
+                     INTERP: tl.constexpr):
+    """Token-by-token recurrence over one chunk, state in registers, no tensor cores."""
+    t_end = tl.minimum(c0 + C, eos)
+    if INTERP:
+        t = c0
+        while t < t_end:
+            H = _recurrent_token(H, t, h, hq, v0, q_ptr, k_ptr, v_ptr, a_ptr, b_ptr, o_ptr,
+                                 alog, dtb, scale, BV, NHV, NHK, DK)
+            t += 1
+    else:
+        for t in range(c0, t_end):
+            H = _recurrent_token(H, t, h, hq, v0, q_ptr, k_ptr, v_ptr, a_ptr, b_ptr, o_ptr,
+                                 alog, dtb, scale, BV, NHV, NHK, DK)
+    return H
+
+
+@triton.jit
+def _recurrent_token(H, t, h, hq, v0, q_ptr, k_ptr, v_ptr, a_ptr, b_ptr, o_ptr, alog, dtb,
+                     scale, BV: tl.constexpr, NHV: tl.constexpr, NHK: tl.constexpr,
+                     DK: tl.constexpr):
+    """S <- g S; v_new = beta (v - S k); S <- S + v_new k^T; o = scale S q (H = S^T)."""
+    kx = tl.arange(0, DK)
+    vx = tl.arange(0, BV)
+    kt = tl.load(k_ptr + t * (NHK * DK) + hq * DK + kx).to(tl.float32)
+    qt = tl.load(q_ptr + t * (NHK * DK) + hq * DK + kx).to(tl.float32)
+    vt = tl.load(v_ptr + t * (NHV * DK) + h * DK + v0 + vx).to(tl.float32)
+    at = tl.load(a_ptr + t * NHV + h).to(tl.float32)
+    bt = tl.load(b_ptr + t * NHV + h).to(tl.float32)
+    lg, beta = _gates(at, bt, alog, dtb)
+    H = H * tl.exp(lg)
+    kv = tl.sum(H * kt[:, None], axis=0)                          # [BV]
+    vn = beta * (vt - kv)
+    H = H + kt[:, None] * vn[None, :]
+    o = scale * tl.sum(H * qt[:, None], axis=0)
+    tl.store(o_ptr + t * (NHV * DK) + h * DK + v0 + vx, o.to(o_ptr.dtype.element_ty))
+    return H
+
+
+@triton.jit
+def _step(H, c0, bos, eos, n, h, hq, v0, q_ptr, k_ptr, v_ptr, a_ptr, b_ptr, o_ptr, ws_ptr,
+          alog, dtb, scale, ALGO: tl.constexpr, C: tl.constexpr, BV: tl.constexpr,
+          SB: tl.constexpr, LOG2NB: tl.constexpr, PREC_QK: tl.constexpr, PREC_T: tl.constexpr,
+          PREC_S: tl.constexpr, PREC_O: tl.constexpr, NHV: tl.constexpr, NHK: tl.constexpr,
+          DK: tl.constexpr, INTERP: tl.constexpr):
+    """One chunk of C tokens [c0, min(c0 + C, eos)): the only place where the ALGOs differ."""
+    if ALGO == 1:
+        H = _recurrent_chunk(H, c0, eos, h, hq, v0, q_ptr, k_ptr, v_ptr, a_ptr, b_ptr, o_ptr,
+                             alog, dtb, scale, C, BV, NHV, NHK, DK, INTERP)
+    else:
+        r = tl.arange(0, C)
+        kx = tl.arange(0, DK)
+        vx = tl.arange(0, BV)
+        tok = c0 + r
+        valid = tok < eos
+        qk_off = tok[:, None] * (NHK * DK) + hq * DK + kx[None, :]
+        q = tl.load(q_ptr + qk_off, mask=valid[:, None], other=0.0)
+        k = tl.load(k_ptr + qk_off, mask=valid[:, None], other=0.0)
+        vo_off = tok[:, None] * (NHV * DK) + h * DK + v0 + vx[None, :]
+        v = tl.load(v_ptr + vo_off, mask=valid[:, None], other=0.0).to(tl.float32)
+        lg, beta = _chunk_gates(a_ptr, b_ptr, tok, valid, h, alog, dtb, NHV)
+        if ALGO == 0:
+            Tm = _chunk_tm(k, lg, beta, C, SB, LOG2NB, PREC_QK, PREC_T)
+        else:
+            slot = bos // C + n + (c0 - bos) // C
+            Tm = tl.load(ws_ptr + (slot * NHV + h) * (C * C) + r[:, None] * C + r[None, :])
+            Tm = Tm.to(tl.float32)
+        O, H = _chunk_apply(H, Tm, q, k, v, lg, beta, scale, C, PREC_QK, PREC_T, PREC_S, PREC_O)
+        tl.store(o_ptr + vo_off, O.to(o_ptr.dtype.element_ty), mask=valid[:, None])
+    return H
+
+
+# --------------------------------------------------------------------------------------------
+# the kernel (one launch per call)
+# --------------------------------------------------------------------------------------------
+@triton.jit
+def _gdn_prefill_kernel(
+    q_ptr, k_ptr, v_ptr, s_ptr, alog_ptr, a_ptr, dtb_ptr, b_ptr, cu_ptr, o_ptr, ns_ptr, ws_ptr,
+    scale,
+    ALGO: tl.constexpr, C: tl.constexpr, BV: tl.constexpr, SB: tl.constexpr,
+    LOG2NB: tl.constexpr, HAS_STATE: tl.constexpr,
+    PREC_QK: tl.constexpr, PREC_T: tl.constexpr, PREC_S: tl.constexpr, PREC_O: tl.constexpr,
+    NHV: tl.constexpr, NHK: tl.constexpr, DK: tl.constexpr, INTERP: tl.constexpr,
+):
+    pid_v = tl.program_id(0)                 # value slice (fastest: slices of one head share q/k)
+    pid_nh = tl.program_id(1)                # n * HV + h
+    n = pid_nh // NHV
+    h = pid_nh % NHV
+    hq = h // (NHV // NHK)
+    v0 = pid_v * BV
+    bos = tl.load(cu_ptr + n).to(tl.int32)
+    eos = tl.load(cu_ptr + n + 1).to(tl.int32)
+    alog = tl.load(alog_ptr + h).to(tl.float32)
+    dtb = tl.load(dtb_ptr + h).to(tl.float32)
+
+    kx = tl.arange(0, DK)
+    vx = tl.arange(0, BV)
+    # H[k, v] = state[n, h, v0 + v, k]
+    s_off = (pid_nh * DK + v0 + vx[None, :]) * DK + kx[:, None]
+    if HAS_STATE:
+        H = tl.load(s_ptr + s_off)
+    else:
+        H = tl.zeros((DK, BV), dtype=tl.float32)
+
+    # The interpreter (numpy >= 2) cannot take a loaded scalar as a range() bound, so under
+    # INTERP the same step runs in a while loop; on the GPU a for loop (software-pipelined).
+    if INTERP:
+        c0 = bos
+        while c0 < eos:
+            H = _step(H, c0, bos, eos, n, h, hq, v0, q_ptr, k_ptr, v_ptr, a_ptr, b_ptr, o_ptr,
+                      ws_ptr, alog, dtb, scale, ALGO, C, BV, SB, LOG2NB,
+                      PREC_QK, PREC_T, PREC_S, PREC_O, NHV, NHK, DK, INTERP)
+            c0 += C
+    else:
+        for c0 in range(bos, eos, C):
+            H = _step(H, c0, bos, eos, n, h, hq, v0, q_ptr, k_ptr, v_ptr, a_ptr, b_ptr, o_ptr,
+                      ws_ptr, alog, dtb, scale, ALGO, C, BV, SB, LOG2NB,
+                      PREC_QK, PREC_T, PREC_S, PREC_O, NHV, NHK, DK, INTERP)
+    tl.store(ns_ptr + s_off, H)
+
+
+@triton.jit
+def _gdn_prep_kernel(
+    k_ptr, alog_ptr, a_ptr, dtb_ptr, b_ptr, cu_ptr, ws_ptr, N,
+    C: tl.constexpr, SB: tl.constexpr, LOG2NB: tl.constexpr, NP2: tl.constexpr,
+    PREC_QK: tl.constexpr, PREC_T: tl.constexpr,
+    NHV: tl.constexpr, NHK: tl.constexpr, DK: tl.constexpr,
+):
+    """Two-launch variant, first launch: Tm of every (chunk, head) into the workspace.
+
+    Chunk j of sequence n lives in slot bos_n // C + n + j; the slots of distinct chunks are
+    distinct and all below T // C + N + 1 (floor(b/C) + ceil(L/C) <= floor((b+L)/C) + 1).
+    """
+    slot = tl.program_id(0)
+    h = tl.program_id(1)
+    hq = h // (NHV // NHK)
+    m = tl.arange(0, NP2)
+    cu_m = tl.load(cu_ptr + m, mask=m < N, other=0).to(tl.int32)
+    first = cu_m // C + m
+    n = tl.sum(((first <= slot) & (m < N)).to(tl.int32), axis=0) - 1
+    bos = tl.load(cu_ptr + n).to(tl.int32)
+    eos = tl.load(cu_ptr + n + 1).to(tl.int32)
+    c0 = bos + (slot - (bos // C + n)) * C
+    if c0 < eos:
+        alog = tl.load(alog_ptr + h).to(tl.float32)
+        dtb = tl.load(dtb_ptr + h).to(tl.float32)
+        r = tl.arange(0, C)
+        kx = tl.arange(0, DK)
+        tok = c0 + r
+        valid = tok < eos
+        k = tl.load(k_ptr + tok[:, None] * (NHK * DK) + hq * DK + kx[None, :],
+                    mask=valid[:, None], other=0.0)
+        lg, beta = _chunk_gates(a_ptr, b_ptr, tok, valid, h, alog, dtb, NHV)
+        Tm = _chunk_tm(k, lg, beta, C, SB, LOG2NB, PREC_QK, PREC_T)
+        tl.store(ws_ptr + (slot * NHV + h) * (C * C) + r[:, None] * C + r[None, :],
+                 Tm.to(ws_ptr.dtype.element_ty))
+
+
+# --------------------------------------------------------------------------------------------
+# host side
+# --------------------------------------------------------------------------------------------
+# Launch table, keyed on host-known quantities only (T = total tokens, N = sequences).
+# Tuned on an H200 (132 SMs). A B200 (148 SMs, sm_100a) may prefer other V splits / warps:
+# UNMEASURED there; every entry is correct on any GPU (no arch-specific code path).
+# (max_T, max_N, config) rows are scanned in order; the first match wins.
+_DEFAULT_CFG = dict(C=64, BV=32, SB=16, num_warps=4, num_stages=2, ws=False)
+_LAUNCH_TABLE = [
+    (None, None, _DEFAULT_CFG),
+]
+_RECURRENT_CFG = dict(C=64, BV=32, num_warps=4, num_stages=1)
+
+
+def _pick(T, N):
+    for max_t, max_n, cfg in _LAUNCH_TABLE:
+        if (max_t is None or T <= max_t) and (max_n is None or N <= max_n):
+            return cfg
+    return _DEFAULT_CFG
+
+
+def _launch(algo, q, k, v, state, A_log, a, dt_bias, b, cu_seqlens, scale, output, new_state,
+            cfg=None, prec=None):
+    T = q.shape[0]
+    N = cu_seqlens.numel() - 1
+    scale = float(scale) if scale is not None else 0.0
+    if scale == 0.0:
+        scale = _DEFAULT_SCALE
+    if cfg is None:
+        cfg = _RECURRENT_CFG if algo == ALGO_RECURRENT else _pick(T, N)
+    C = cfg["C"]
+    BV = cfg["BV"]
+    SB = min(cfg.get("SB", 16), C)
+    log2nb = (C // SB).bit_length() - 1
+    on_gpu = q.is_cuda
+    if on_gpu:
+        p = dict(PREC_QK=P_BF16, PREC_T=P_TF32, PREC_S=P_TF32, PREC_O=P_TF32)
+        if prec:
+            p.update(prec)
+    else:   # interpreter: bf16 tl.dot is wrong there, run every dot on exact fp32 operands
+        p = dict(PREC_QK=P_IEEE, PREC_T=P_IEEE, PREC_S=P_IEEE, PREC_O=P_IEEE)
+    has_state = state is not None
+    s_arg = state if has_state else new_state
+    use_ws = algo == ALGO_CHUNK and cfg.get("ws", False)
+    ws = new_state  # dummy pointer when unused
+    if use_ws:
+        nslot = T // C + N + 1
+        ws = torch.empty((nslot * HV * C * C,), dtype=torch.float32, device=q.device)
+        np2 = max(2, triton.next_power_of_2(N))
+        _gdn_prep_kernel[(nslot, HV)](
+            k, A_log, a, dt_bias, b, cu_seqlens, ws, N,
+            C=C, SB=SB, LOG2NB=log2nb, NP2=np2, PREC_QK=p["PREC_QK"], PREC_T=p["PREC_T"],
+            NHV=HV, NHK=HK, DK=D,
+            num_warps=cfg.get("prep_warps", 4), num_stages=1)
+        algo = ALGO_CHUNK_WS
+    grid = (D // BV, N * HV)
+    _gdn_prefill_kernel[grid](
+        q, k, v, s_arg, A_log, a, dt_bias, b, cu_seqlens, output, new_state, ws, scale,
+        ALGO=algo, C=C, BV=BV, SB=SB, LOG2NB=log2nb, HAS_STATE=has_state,
+        NHV=HV, NHK=HK, DK=D, INTERP=not on_gpu,
+        num_warps=cfg.get("num_warps", 4), num_stages=cfg.get("num_stages", 2), **p)
+
+
+def _c(x):
+    return x if x is None or x.is_contiguous() else x.contiguous()
+
+
+def kernel(q, k, v, state, A_log, a, dt_bias, b, cu_seqlens, scale, output, new_state):
+    """Chunked (tensor-core) GDN prefill; writes output and new_state in place."""
+    _launch(ALGO_CHUNK, _c(q), _c(k), _c(v), _c(state), _c(A_log), _c(a), _c(dt_bias), _c(b),
+            cu_seqlens, scale, output, new_state)
+
+
+def kernel_recurrent(q, k, v, state, A_log, a, dt_bias, b, cu_seqlens, scale, output,
+                     new_state):
+    """Ablation: same launch path, token-by-token register recurrence (no tensor cores)."""
+    _launch(ALGO_RECURRENT, _c(q), _c(k), _c(v), _c(state), _c(A_log), _c(a), _c(dt_bias),
+            _c(b), cu_seqlens, scale, output, new_state)

@@ -1,0 +1,109 @@
+"""Every official status, produced end to end through isolated child processes on the toy dataset."""
+import json
+import math
+
+import pytest
+
+from harness.correctness import Tolerance
+from harness.dataset import Dataset, read_traces, trace_path
+from harness.evaluate import EvalOptions, evaluate
+from harness.runner import TimingConfig
+from harness.solution import Solution
+from tests.toy import make_toy_root, toy_solution
+
+GOOD = """
+def run(x, y, alpha, z):
+    z.copy_(x + alpha * y)
+"""
+CASES = {
+    "good": (GOOD, "PASSED", {}),
+    "value_returning": ("def run(x, y, alpha):\n    return x + alpha * y\n", "PASSED", {"dps": False}),
+    "wrong_values": ("def run(x, y, alpha, z):\n    z.copy_(x + alpha * y + 0.5)\n", "INCORRECT_NUMERICAL", {}),
+    "writes_nan": ("def run(x, y, alpha, z):\n    z.fill_(float('nan'))\n", "INCORRECT_NUMERICAL", {}),
+    "writes_inf": ("def run(x, y, alpha, z):\n    z.fill_(float('inf'))\n", "INCORRECT_NUMERICAL", {}),
+    "wrong_shape": ("def run(x, y, alpha):\n    return (x + alpha * y)[:1]\n", "INCORRECT_SHAPE", {"dps": False}),
+    "wrong_dtype": ("def run(x, y, alpha):\n    return (x + alpha * y).double()\n", "INCORRECT_DTYPE",
+                    {"dps": False}),
+    "raises_at_call": ("def run(x, y, alpha, z):\n    raise ValueError('boom')\n", "RUNTIME_ERROR", {}),
+    "raises_at_import": ("raise ImportError('nope')\ndef run(x, y, alpha, z):\n    pass\n", "COMPILE_ERROR", {}),
+    "syntax_error": ("def run(x, y, alpha, z)\n    pass\n", "COMPILE_ERROR", {}),
+    "wrong_signature": ("def run(x, y, z):\n    pass\n", "COMPILE_ERROR", {}),
+    "exits_hard": ("import os\ndef run(x, y, alpha, z):\n    os._exit(3)\n", "RUNTIME_ERROR", {}),
+    "segfaults": ("import ctypes\ndef run(x, y, alpha, z):\n    ctypes.string_at(0)\n", "RUNTIME_ERROR", {}),
+    "sleeps_past_timeout": ("import time\ndef run(x, y, alpha, z):\n    time.sleep(60)\n", "TIMEOUT", {}),
+}
+
+
+@pytest.fixture(scope="module")
+def statuses(tmp_path_factory):
+    root = make_toy_root(tmp_path_factory.mktemp("toy"))
+    ds = Dataset(root)
+    definition = ds.definition("toy_axpy")
+    workloads = [w for w in ds.workloads(definition) if w.uuid == "w-random"]
+    sols = [Solution.from_json(toy_solution(name, body, **kw), name) for name, (body, _, kw) in CASES.items()]
+    out = tmp_path_factory.mktemp("out")
+    opts = EvalOptions(device="cpu", out_dir=out, timeout=8, timing=TimingConfig(0, 2, 3), show_progress=False)
+    results = evaluate(ds, definition, workloads, sols, opts)
+    return {r.solution.name: r for r in results}, out, definition
+
+
+@pytest.mark.parametrize("name", list(CASES))
+def test_status(statuses, name):
+    results, _, _ = statuses
+    ev = results[name].trace.evaluation
+    assert ev.status.value == CASES[name][1], ev.log[-2000:]
+
+
+def test_schema_rule_per_status(statuses):
+    results, _, _ = statuses
+    for r in results.values():
+        ev = r.trace.evaluation
+        assert (ev.correctness is not None) == (ev.status.value in ("PASSED", "INCORRECT_NUMERICAL"))
+        assert (ev.performance is not None) == (ev.status.value == "PASSED")
+
+
+def test_messages_are_the_official_ones(statuses):
+    results, _, _ = statuses
+    assert "Destination-passing style callable: expected 4 positional parameters" in \
+        results["wrong_signature"].trace.evaluation.log
+    assert "Build error:" in results["raises_at_import"].trace.evaluation.log
+    assert "ValueError: boom" in results["raises_at_call"].trace.evaluation.log
+    assert "Evaluation timeout after 8 seconds for solution sleeps_past_timeout" in \
+        results["sleeps_past_timeout"].trace.evaluation.log
+    assert "Worker process failed unexpectedly" in results["segfaults"].trace.evaluation.log
+
+
+def test_inf_and_nan_errors(statuses):
+    results, _, _ = statuses
+    c_inf = results["writes_inf"].trace.evaluation.correctness
+    c_nan = results["writes_nan"].trace.evaluation.correctness
+    assert math.isinf(c_inf.max_absolute_error) and math.isnan(c_nan.max_absolute_error)
+    assert results["wrong_values"].trace.evaluation.correctness.max_absolute_error == pytest.approx(0.5, abs=1e-6)
+
+
+def test_traces_on_disk_are_official_jsonl(statuses):
+    results, out, definition = statuses
+    path = trace_path(out, "tester", "toy", "toy_axpy")
+    assert path.exists()
+    lines = path.read_text().splitlines()
+    assert len(lines) == len(CASES)
+    nan_line = next(json.loads(x) for x in lines if json.loads(x)["solution"] == "writes_nan")
+    assert nan_line["evaluation"]["correctness"]["max_absolute_error"] == "NaN"
+    inf_line = next(json.loads(x) for x in lines if json.loads(x)["solution"] == "writes_inf")
+    assert inf_line["evaluation"]["correctness"]["max_relative_error"] == "Infinity"
+    assert set(json.loads(lines[0])) == {"definition", "workload", "solution", "evaluation"}
+    assert set(json.loads(lines[0])["evaluation"]) == {"status", "environment", "timestamp", "log", "correctness",
+                                                       "performance"}
+    assert len(read_traces(path)) == len(CASES)
+
+
+def test_tolerance_override_turns_a_failure_into_a_pass(tmp_path):
+    root = make_toy_root(tmp_path / "toy")
+    ds = Dataset(root)
+    definition = ds.definition("toy_axpy")
+    w = [w for w in ds.workloads(definition) if w.uuid == "w-blob"]
+    sol = Solution.from_json(toy_solution("off", CASES["wrong_values"][0]), "off")
+    opts = EvalOptions(device="cpu", out_dir=tmp_path / "o", timing=TimingConfig(0, 1, 1), show_progress=False,
+                       tolerance=Tolerance(atol=0.6, rtol=0.0), isolation="worker")
+    (res,) = evaluate(ds, definition, w, [sol], opts)
+    assert res.trace.evaluation.status.value == "PASSED"
