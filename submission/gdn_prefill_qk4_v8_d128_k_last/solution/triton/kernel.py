@@ -128,7 +128,7 @@ def _chunk_tm(k, lg, beta, C: tl.constexpr, SB: tl.constexpr, LOG2NB: tl.constex
     # doubling merges: with D_s = blockdiag of s-blocks and E_s the A-entries of the
     # lower-left s-block inside each 2s-block, (D_s + E_s)^-1 = Tm_s - Tm_s E_s Tm_s.
     for lvl in tl.static_range(LOG2NB):
-        s: tl.constexpr = SB * (1 << lvl)
+        s = SB * (1 << lvl)
         sel = ((r[:, None] // s) == (r[None, :] // s) + 1) & (((r[None, :] // s) % 2) == 0)
         E = tl.where(sel, A, 0.0)
         Tm = Tm - _mm(Tm, _mm(E, Tm, PREC_T), PREC_T)
@@ -152,8 +152,8 @@ def _chunk_apply(H, Tm, q, k, v, lg, beta, scale, C: tl.constexpr,
     R = beta[:, None] * (v - gam[:, None] * KH)
     X = _mm(Tm, R, PREC_T)                                           # new values, [C, BV]
     O = scale * (gam[:, None] * QH + _mm(P, X, PREC_O))
-    kd = k.to(tl.float32) * tl.exp(gC - G)[:, None]
-    H = tl.exp(gC) * H + _mm(tl.trans(kd), X, PREC_S)
+    Xd = X * tl.exp(gC - G)[:, None]                                 # decay to the chunk end
+    H = tl.exp(gC) * H + _mm(tl.trans(k), Xd, PREC_S)
     return O, H
 
 
