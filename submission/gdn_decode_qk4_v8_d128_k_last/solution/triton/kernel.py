@@ -95,25 +95,41 @@ def _gdn_decode_kernel(
 
 # ---------------------------------------------------------------------------------------------
 # Launch table: batch size -> (BV, NCHUNK, num_warps, num_stages, load eviction, store cache,
-# VB_FAST). Grid = (B * HV, V / (BV * NCHUNK)), or transposed when VB_FAST. Chosen on an H200 (132 SMs, ~4.3 TB/s copy) from
-# .scratch/decode_tune.py (cold L2, kernel time from CUPTI via torch.profiler); see the
-# report of issue P3 for the measured table.
+# VB_FAST). Grid = (B * HV, V / (BV * NCHUNK)), or transposed when VB_FAST; a batch size
+# not listed uses the entry of the largest listed one below it.
 #
-# B200 (sm_100, 148 SMs, ~8 TB/s) -- UNMEASURED: everything below is correct there by
-# construction (plain loads/stores, no arch-specific ops), but the tuning may want changes:
-#  * small B is latency-bound; with 148 SMs a smaller BV (more CTAs) may pay for B <= 8;
-#  * large B: at ~8 TB/s more bytes must be in flight per SM (Little's law roughly doubles),
-#    so larger CTAs (bigger BV, more warps) or more resident CTAs may win for B >= 32;
-#  * the store cache hint's effect on Blackwell's L2 is untested.
+# Chosen on an H200 (132 SMs, 60 MiB L2; torch 2.11, Triton 3.6) with .scratch/decode_tune.py:
+# 52 configs x 7 batch sizes, cold L2 (120 MB zeroed before each call), kernel duration from
+# CUPTI activity records (torch.profiler), median of 60 calls. Measured (us) for the chosen
+# entries, with a cold-L2 cudaMemcpy of the same state bytes (state -> new_state) beside it:
+#     B        1     4     8     16     32     48     64   | weighted mean of 54 workloads
+#     kernel  2.02  2.90  3.90  5.94  10.50  15.10  19.14  | 8.23
+#     memcpy  1.66  2.69  3.52  5.92   9.74  14.02  17.95  | 7.67
+# One-warp CTAs won at every B (no cross-warp reduction or barrier, 32 CTAs resident per SM);
+# BV=4 for B <= 16 (more CTAs: latency-bound), BV=8 from B = 32 (fewer, larger CTAs: less
+# per-CTA overhead once bandwidth-bound). The streaming hints (load evict_first, store .cs)
+# were within noise for B <= 16 and slower for B >= 32, so they are off; the in-CTA chunk loop
+# (NCHUNK > 1, num_stages 1-3) was slower at every B (loads of the next chunk cannot be hoisted
+# over the previous chunk's stores), so NCHUNK = 1 and num_stages is irrelevant.
+#
+# B200 (sm_100, 148 SMs, ~8 TB/s) -- UNMEASURED: the kernel is correct there by construction
+# (plain loads/stores and reductions, no arch-specific instructions; compiles for sm_100), but
+# this table was tuned on the H200 and may want changes:
+#  * small B is latency-bound; BV=4 gives 256 one-warp CTAs at B=1, which still covers 148 SMs;
+#    BV=2 (512 CTAs) tied BV=4 at B=1 on the H200 and may be worth re-measuring;
+#  * large B: at ~8 TB/s roughly twice the bytes must be in flight per SM (Little's law), so
+#    larger tiles per warp (BV=16/w1) or VB_FAST (which helped the 4- and 8-warp configs by
+#    ~0.5 us at B=64 on the H200) may win for B >= 32;
+#  * the effect of the store cache hint on Blackwell's L2 is untested.
 # ---------------------------------------------------------------------------------------------
 _LAUNCH_TABLE = {
-    1: (8, 1, 4, 1, "", "", False),
-    4: (16, 1, 4, 1, "", "", False),
-    8: (16, 1, 4, 1, "", "", False),
-    16: (32, 1, 4, 1, "", "", False),
-    32: (32, 1, 4, 1, "", "", False),
-    48: (32, 1, 4, 1, "", "", False),
-    64: (32, 1, 4, 1, "", "", False),
+    1: (4, 1, 1, 1, "", "", False),
+    4: (4, 1, 1, 1, "", "", False),
+    8: (4, 1, 1, 1, "", "", False),
+    16: (4, 1, 1, 1, "", "", False),
+    32: (8, 1, 1, 1, "", "", False),
+    48: (8, 1, 1, 1, "", "", False),
+    64: (8, 1, 1, 1, "", "", False),
 }
 _TABLE_KEYS = sorted(_LAUNCH_TABLE)
 _CFG_CACHE = {}
