@@ -71,6 +71,12 @@ def cmd_eval(args):
     device = args.device or ("cuda" if torch.cuda.is_available() else "cpu")
     if device.startswith("cuda") and not torch.cuda.is_available():
         raise DataError("--device", "CUDA is not available on this machine", "use --device cpu")
+    if device.startswith("cuda"):
+        from harness.timing_cuda import resolve_timer
+        try:
+            resolve_timer(args.timer)
+        except Exception as exc:
+            raise DataError("--timer", str(exc)) from None
     official = official_timing(definition.name)
     timing = TimingConfig(args.warmup if args.warmup is not None else official.warmup,
                           args.iterations if args.iterations is not None else official.iters,
@@ -102,7 +108,7 @@ def main(argv=None):
     p = sub.add_parser("eval", help="evaluate solutions on a definition's workloads")
     _eval_args(p)
     p.add_argument("--solution", action="append", required=True,
-                   help="solution .json, starter-kit folder, dataset root, or 'reference' / 'ours' (repeatable)")
+                   help="solution .json, starter-kit folder, dataset root, or reference / ours / baseline (repeatable)")
     p.set_defaults(func=cmd_eval)
     args = parser.parse_args(argv)
     try:

@@ -70,13 +70,22 @@ def trace_path(out_root, author, op_type, definition_name):
     return Path(out_root) / "traces" / author / op_type / f"{definition_name}.jsonl"
 
 
+def extras_path(out_root, definition_name):
+    """What the harness measures beyond the official trace (event time, timer, warnings), one line a pair."""
+    return Path(out_root) / "harness" / f"{definition_name}.jsonl"
+
+
 def append_trace(path, trace):
-    """Append one trace line atomically (one write under an exclusive lock, then fsync).
+    append_jsonl(path, trace.to_json())
+
+
+def append_jsonl(path, obj):
+    """Append one line atomically (one write under an exclusive lock, then fsync).
 
     A line cut short by a killed writer is removed first, so the file stays valid JSONL."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    line = (dumps(trace.to_json()) + "\n").encode()
+    line = (dumps(obj) + "\n").encode()
     fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_APPEND, 0o644)
     try:
         fcntl.flock(fd, fcntl.LOCK_EX)

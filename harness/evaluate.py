@@ -16,7 +16,7 @@ from tqdm import tqdm
 from harness import environment
 from harness.builders import CACHE_ROOT
 from harness.correctness import Tolerance
-from harness.dataset import append_trace, read_traces, trace_path
+from harness.dataset import append_jsonl, append_trace, extras_path, read_traces, trace_path
 from harness.inputs import check_constraints, load_blobs, materialize
 from harness.isolation import Runner
 from harness.reference import load_reference, run_reference
@@ -175,7 +175,7 @@ def make_trace(definition, workload, solution, outcome, log, ref_ms, env):
     return Trace(definition.name, workload, solution.name, evaluation)
 
 
-def evaluate(dataset, definition, workloads, solutions, opts, on_result=None):
+def evaluate(dataset, definition, workloads, solutions, opts):
     """Evaluate solutions on workloads, interleaved per workload. Returns PairResults in order."""
     out_dir = Path(opts.out_dir)
     done = done_pairs(out_dir, solutions, definition) if opts.resume else set()
@@ -184,6 +184,8 @@ def evaluate(dataset, definition, workloads, solutions, opts, on_result=None):
     total = len(workloads) * len(solutions)
     bar = tqdm(total=total, desc=definition.name, unit="pair", disable=not opts.show_progress, leave=True)
     timing = opts.timing or official_timing(definition.name)
+    ref_cfg = opts.reference_timing or timing
+    ref_timing_label = f"{ref_cfg.warmup}/{ref_cfg.iters}/{ref_cfg.trials}" if opts.profile_baseline else "not timed"
     with Runner(opts.isolation, opts.device, opts.timeout) as runner, \
             tempfile.TemporaryDirectory(prefix="gdn-payload-") as payload_dir:
         for workload in workloads:
@@ -209,10 +211,14 @@ def evaluate(dataset, definition, workloads, solutions, opts, on_result=None):
                 env = Environment(environment.hardware(opts.device), libs)
                 trace = make_trace(definition, workload, sol, outcome, log, ref_ms, env)
                 append_trace(trace_path(out_dir, sol.author, definition.op_type, definition.name), trace)
+                append_jsonl(extras_path(out_dir, definition.name), {
+                    "solution": sol.name, "author": sol.author, "workload": workload.uuid,
+                    "status": outcome["status"], "latency_ms": outcome.get("latency_ms"),
+                    "event_ms": outcome.get("event_ms"), "timer": outcome.get("timer"),
+                    "reference_latency_ms": ref_ms, "reference_timing": ref_timing_label,
+                    "inputs": provenance["inputs"], "warnings": outcome.get("warnings", [])})
                 res = PairResult(workload, sol, trace, outcome.get("event_ms"), outcome.get("warnings", []))
                 results.append(res)
-                if on_result:
-                    on_result(res)
                 bar.update(1)
                 bar.set_postfix_str(f"{sol.name}: {outcome['status']}")
             os.unlink(path)

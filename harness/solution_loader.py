@@ -1,5 +1,6 @@
 """Resolve what a user names as a solution: a JSON file, a starter-kit folder, a dataset root, or a
-built-in name (reference, ours)."""
+built-in name: reference (the definition's own code), ours (submission/<definition>/), baseline (the
+FlashInfer baseline solutions of the dataset, author 'baseline')."""
 from pathlib import Path
 
 from harness.jsonio import DataError
@@ -24,10 +25,15 @@ def resolve(arg, definition, dataset):
         return [reference_solution(definition)]
     if arg == "ours":
         return [load_starter_kit(SUBMISSION / definition.name)]
+    if arg == "baseline":
+        sols = [s for s in dataset.solutions(definition.name) if s.author == "baseline"]
+        if not sols:
+            raise DataError(dataset.root / "solutions", f"no baseline solution for {definition.name!r}")
+        return sols
     path = Path(arg)
     if not path.exists():
         raise DataError(arg, "no such solution file or folder",
-                        "give a solution .json, a starter-kit folder, a dataset root, or 'reference'/'ours'")
+                        "give a solution .json, a starter-kit folder, a dataset root, or reference/ours/baseline")
     if path.is_file():
         sols = [Solution.load(path)]
     elif is_starter_kit(path):

@@ -1,0 +1,185 @@
+"""The official-style report: per-workload tables, summaries (speedup vs reference and vs the FlashInfer
+baseline, win rate, all-pass gate, track score), plots, and the provenance of every figure."""
+import json
+import math
+from pathlib import Path
+
+import pandas as pd
+
+from harness.dataset import extras_path, read_traces
+from harness.jsonio import encode_float, read_jsonl, write_json_atomic
+
+BASELINE_AUTHOR = "baseline"
+
+
+def load_rows(out_dirs, definitions):
+    """One row per (definition, solution, workload): the last trace written, joined with the harness extras."""
+    rows = []
+    for out_dir in map(Path, out_dirs):
+        for definition in definitions:
+            extras = {}
+            ep = extras_path(out_dir, definition.name)
+            if ep.exists():
+                for _, e in read_jsonl(ep, allow_partial_tail=True):
+                    extras[(e["solution"], e["workload"])] = e
+            for tp in sorted((out_dir / "traces").glob(f"*/{definition.op_type}/{definition.name}.jsonl")):
+                for tr in read_traces(tp):
+                    if tr.evaluation is None:
+                        continue
+                    ev, e = tr.evaluation, extras.get((tr.solution, tr.workload.uuid), {})
+                    c, p = ev.correctness, ev.performance
+                    rows.append({
+                        "definition": definition.name, "solution": tr.solution, "author": tp.parent.parent.name,
+                        "uuid": tr.workload.uuid, **{f"axis_{k}": v for k, v in tr.workload.axes.items()},
+                        "status": ev.status.value,
+                        "latency_us": p.latency_ms * 1e3 if p else math.nan,
+                        "reference_us": p.reference_latency_ms * 1e3 if p and p.reference_latency_ms else math.nan,
+                        "speedup_vs_reference": p.speedup_factor if p and p.speedup_factor else math.nan,
+                        "event_us": e["event_ms"] * 1e3 if e.get("event_ms") is not None else math.nan,
+                        "max_abs_error": c.max_absolute_error if c else math.nan,
+                        "max_rel_error": c.max_relative_error if c else math.nan,
+                        "timer": e.get("timer") or ev.environment.libs.get("timer", "?"),
+                        "reference_timing": e.get("reference_timing", "?"),
+                        "inputs": ev.environment.libs.get("inputs", "?"),
+                        "hardware": ev.environment.hardware, "timestamp": ev.timestamp,
+                        "libs": json.dumps(ev.environment.libs, sort_keys=True), "source": str(out_dir),
+                        "warnings": "; ".join(e.get("warnings", [])),
+                    })
+    df = pd.DataFrame(rows)
+    if df.empty:
+        return df
+    df = df.drop_duplicates(["definition", "solution", "uuid"], keep="last")
+    df["divergence"] = df["event_us"] / df["latency_us"]
+    base = df[df.author == BASELINE_AUTHOR][["definition", "uuid", "latency_us"]].rename(
+        columns={"latency_us": "baseline_us"})
+    df = df.merge(base, on=["definition", "uuid"], how="left")
+    df["speedup_vs_baseline"] = df["baseline_us"] / df["latency_us"]
+    return df
+
+
+def summarize(df):
+    """Per (definition, solution): the contest's and the library's figures, gated by all-pass."""
+    out = []
+    for (definition, solution), g in df.groupby(["definition", "solution"], sort=False):
+        passed = g.status == "PASSED"
+        all_pass = bool(passed.all())
+        lat = g.latency_us[passed]
+        has_base = g.baseline_us.notna()
+        out.append({
+            "definition": definition, "solution": solution, "author": g.author.iloc[0], "workloads": len(g),
+            "passed": int(passed.sum()), "all_pass": all_pass,
+            "mean_speedup_vs_reference": float(g.speedup_vs_reference.mean()) if all_pass else 0.0,
+            "mean_speedup_vs_baseline": (math.nan if not has_base.any() else
+                                         float(g.speedup_vs_baseline.mean()) if all_pass and has_base.all() else 0.0),
+            "win_rate_vs_baseline": float((g.latency_us[has_base] < g.baseline_us[has_base]).mean())
+            if has_base.any() else math.nan,
+            "mean_latency_us": float(lat.mean()) if len(lat) else math.nan,
+            "median_latency_us": float(lat.median()) if len(lat) else math.nan,
+            "p95_latency_us": float(lat.quantile(0.95)) if len(lat) else math.nan,
+            "mean_event_us": float(g.event_us[passed].mean()) if len(lat) else math.nan,
+            "mean_divergence": float(g.divergence[passed].mean()) if len(lat) else math.nan,
+            "max_abs_error": float(g.max_abs_error.max()), "max_rel_error": float(g.max_rel_error.max()),
+            "timer": ", ".join(sorted(set(g.timer))), "inputs": ", ".join(sorted(set(g.inputs))),
+        })
+    return pd.DataFrame(out)
+
+
+def track_scores(summary):
+    """Per author: the mean of its definitions' gated scores (the GDN track averaged decode and prefill)."""
+    rows = []
+    for author, g in summary.groupby("author"):
+        rows.append({"author": author, "definitions": len(g),
+                     "track_score_vs_reference": float(g.mean_speedup_vs_reference.mean()),
+                     "track_score_vs_baseline": float(g.mean_speedup_vs_baseline.mean())})
+    return pd.DataFrame(rows)
+
+
+def provenance(df):
+    libs = {}
+    for text in df.libs.unique():
+        for k, v in json.loads(text).items():
+            if k != "input_digest":  # per workload; kept in the traces
+                libs.setdefault(k, set()).add(v)
+    return {"hardware": sorted(set(df.hardware)), "timers": sorted(set(df.timer)), "inputs": sorted(set(df.inputs)),
+            "reference_timing": sorted(set(df.reference_timing)),
+            "libs": {k: sorted(v) for k, v in sorted(libs.items())},
+            "first_trace": str(df.timestamp.min()), "last_trace": str(df.timestamp.max()),
+            "sources": sorted(set(df.source))}
+
+
+def _md_table(df, floatfmt=".3f"):
+    cols = list(df.columns)
+    lines = ["| " + " | ".join(cols) + " |", "|" + "---|" * len(cols)]
+    for _, r in df.iterrows():
+        cells = []
+        for c in cols:
+            v = r[c]
+            cells.append(format(v, floatfmt) if isinstance(v, float) and math.isfinite(v) else
+                         ("-" if isinstance(v, float) else str(v)))
+        lines.append("| " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
+def _plots(df, out):
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    paths = []
+    for definition, g in df.groupby("definition"):
+        xcol = "axis_batch_size" if "axis_batch_size" in g and g.axis_batch_size.notna().any() else "axis_total_seq_len"
+        fig, axes = plt.subplots(1, 2, figsize=(13, 4.5))
+        for solution, s in g.groupby("solution"):
+            s = s.sort_values(xcol)
+            axes[0].plot(s[xcol], s.latency_us, "o-", ms=3, label=solution)
+            axes[1].plot(range(len(s)), s.speedup_vs_baseline, "o", ms=3, label=solution)
+        axes[0].set(xlabel=xcol.removeprefix("axis_"), ylabel="latency (us, official timer)", yscale="log",
+                    xscale="log", title=definition)
+        axes[1].set(xlabel="workload (sorted by size)", ylabel="speedup vs FlashInfer baseline", yscale="log",
+                    title="speedup per workload")
+        axes[1].axhline(1.0, color="gray", lw=0.8)
+        for ax in axes:
+            ax.legend(fontsize=8)
+            ax.grid(alpha=0.3)
+        fig.tight_layout()
+        p = out / f"{definition}.png"
+        fig.savefig(p, dpi=110)
+        plt.close(fig)
+        paths.append(p)
+    return paths
+
+
+def write_report(out_dir, definitions, sources=None, title="GDN track evaluation"):
+    """Write report.md, per-definition CSVs, summary.json and plots under out_dir/report/."""
+    out = Path(out_dir) / "report"
+    out.mkdir(parents=True, exist_ok=True)
+    df = load_rows(sources or [out_dir], definitions)
+    if df.empty:
+        raise ValueError(f"no traces under {sources or [out_dir]}")
+    summary, prov = summarize(df), provenance(df)
+    track = track_scores(summary)
+    for definition, g in df.groupby("definition"):
+        g.drop(columns=["libs"]).to_csv(out / f"{definition}.csv", index=False)
+    summary.to_csv(out / "summary.csv", index=False)
+    records = lambda t: [{k: encode_float(v) for k, v in r.items()} for r in t.to_dict("records")]  # noqa: E731
+    write_json_atomic(out / "summary.json", {"provenance": prov, "summary": records(summary),
+                                              "track": records(track)})
+    plots = _plots(df, out)
+    md = [f"# {title}", "", "## Provenance", ""]
+    md += [f"- {k}: {v}" for k, v in prov.items()]
+    md += ["", "Inputs marked stand-in are synthesised (the official GDN blobs are not public); latencies are "
+           "in microseconds from the timer named above.", "", "## Summary", "",
+           _md_table(summary[["definition", "solution", "passed", "workloads", "all_pass", "mean_speedup_vs_reference",
+                              "mean_speedup_vs_baseline", "win_rate_vs_baseline", "mean_latency_us",
+                              "median_latency_us", "p95_latency_us", "mean_event_us", "mean_divergence"]]),
+           "", "Scores are gated: any workload that does not pass makes the solution's mean speedups 0.", "",
+           "## Track", "", _md_table(track), ""]
+    for definition, g in df.groupby("definition"):
+        axes = [c for c in g.columns if c.startswith("axis_") and g[c].notna().any()]
+        cols = ["uuid", *axes, "solution", "status", "latency_us", "reference_us", "speedup_vs_reference",
+                "speedup_vs_baseline", "event_us", "divergence", "max_abs_error", "max_rel_error"]
+        t = g.sort_values([*axes, "solution"])[cols].copy()
+        t["uuid"] = t.uuid.str[:8]
+        md += [f"## {definition}", "", f"![{definition}]({definition}.png)", "", _md_table(t, ".4g"), ""]
+    (out / "report.md").write_text("\n".join(md) + "\n")
+    return out, summary, track, plots
