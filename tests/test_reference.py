@@ -22,6 +22,15 @@ FP64_TOL = 1e-10          # float64 vs float64
 STATE_TOL = 1e-4          # official fp32 state vs float64
 
 
+@pytest.fixture(autouse=True, scope="module")
+def _one_thread():
+    """Small tensors: one thread is as fast, and does not stall when other processes share the CPU."""
+    n = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(n)
+
+
 @pytest.fixture(scope="module")
 def official():
     ds = Dataset()
