@@ -30,3 +30,6 @@ eval:
 
 clean-cache:
 	rm -rf .cache workloads/blob
+
+package:
+	$(PY) -m harness.package --out $(or $(PACKAGE_OUT),results/package)

@@ -53,18 +53,19 @@ def _eval_args(p):
     p.add_argument("--quiet", action="store_true", help="no progress bar")
 
 
-def cmd_eval(args):
+def _setup(args, solution_args):
+    """Dataset, definition, workloads, solutions and options shared by eval and compare."""
     import torch
 
     from harness.dataset import Dataset
-    from harness.evaluate import DEVIATIONS, EvalOptions, evaluate, summary_table
+    from harness.evaluate import EvalOptions
     from harness.runner import TimingConfig, official_timing
     from harness.solution_loader import resolve
 
     dataset = Dataset(args.dataset) if args.dataset else Dataset()
     definition = dataset.definition(args.definition)
     workloads = select_workloads(dataset.workloads(definition), args.workloads)
-    solutions = [s for arg in args.solution for s in resolve(arg, definition, dataset)]
+    solutions = [s for arg in solution_args for s in resolve(arg, definition, dataset)]
     names = [s.name for s in solutions]
     if len(set(names)) != len(names):
         raise DataError("--solution", f"two solutions share a name: {names}")
@@ -85,12 +86,18 @@ def cmd_eval(args):
                        tolerance=Tolerance(args.atol, args.rtol, args.required_matched_ratio), timing=timing,
                        profile_baseline=not args.no_profile_baseline, resume=args.resume, seed=args.seed,
                        isolation=args.isolation, timer=args.timer, show_progress=not args.quiet)
-    print(f"definition {definition.name}: {len(workloads)} workloads x {len(solutions)} solutions on {device}; "
+    return dataset, definition, workloads, solutions, opts
+
+
+def _run(dataset, definition, workloads, solutions, opts):
+    from harness.evaluate import DEVIATIONS, evaluate, summary_table
+
+    print(f"definition {definition.name}: {len(workloads)} workloads x {len(solutions)} solutions on {opts.device}; "
           f"traces -> {opts.out_dir}/traces/")
     print("deliberate differences from the official evaluator:")
     for d in DEVIATIONS:
         print(f"  - {d}")
-    if not device.startswith("cuda"):
+    if not opts.device.startswith("cuda"):
         print("  - CPU device: latencies are wall-clock and NOT official figures")
     results = evaluate(dataset, definition, workloads, solutions, opts)
     print(summary_table(results))
@@ -99,6 +106,50 @@ def cmd_eval(args):
     inputs = sorted({r.trace.evaluation.environment.libs.get("inputs", "?") for r in done})
     print(f"{len(done)} pairs evaluated ({len(results) - len(done)} skipped by --resume), "
           f"{len(done) - len(failed)} PASSED, {len(failed)} not; inputs: {', '.join(inputs) or '-'}")
+    return results
+
+
+def cmd_eval(args):
+    _run(*_setup(args, args.solution))
+    return 0
+
+
+def cmd_compare(args):
+    from harness.compare import write_comparison
+
+    if len(args.solutions) < 2:
+        raise DataError("compare", "name at least two solutions")
+    dataset, definition, workloads, solutions, opts = _setup(args, args.solutions)
+    base = args.base or solutions[0].name
+    if base not in {s.name for s in solutions}:
+        raise DataError("--base", f"{base!r} is not one of {[s.name for s in solutions]}")
+    _run(dataset, definition, workloads, solutions, opts)
+    out, summary, buckets = write_comparison(opts.out_dir, definition, base)
+    print(summary.to_string(index=False))
+    print(buckets.to_string(index=False))
+    print(f"comparison report: {out}/{definition.name}.md")
+    return 0
+
+
+def cmd_report(args):
+    from harness.dataset import Dataset
+    from harness.report import load_rows, write_report
+
+    dataset = Dataset(args.dataset) if args.dataset else Dataset()
+    definitions = [dataset.definition(n) for n in args.definition]
+    for run in args.runs:
+        if not (Path(run) / "traces").is_dir():
+            raise DataError(run, "no traces/ folder: not an output folder of the harness")
+    df = load_rows(args.runs, definitions)
+    if df.empty:
+        raise DataError(", ".join(args.runs), "holds no traces for these definitions")
+    timers = sorted(set(df.timer))
+    if len(timers) > 1 and not args.allow_mixed_timers:
+        raise DataError("report", f"these runs used different timers {timers}; their figures are not comparable",
+                        "pass --allow-mixed-timers to merge them anyway (each row keeps its timer)")
+    out, summary, track, _ = write_report(args.out, definitions, sources=args.runs)
+    print(summary.to_string(index=False))
+    print(f"report: {out}/report.md")
     return 0
 
 
@@ -110,6 +161,18 @@ def main(argv=None):
     p.add_argument("--solution", action="append", required=True,
                    help="solution .json, starter-kit folder, dataset root, or reference / ours / baseline (repeatable)")
     p.set_defaults(func=cmd_eval)
+    p = sub.add_parser("compare", help="several solutions in one run, interleaved per workload, with ratios")
+    _eval_args(p)
+    p.add_argument("solutions", nargs="+", help="solution .json, starter-kit folder, dataset root, or a built-in name")
+    p.add_argument("--base", help="solution name the ratios are taken to (default: the first)")
+    p.set_defaults(func=cmd_compare)
+    p = sub.add_parser("report", help="merge the traces of one or more runs (machines) into one report")
+    p.add_argument("runs", nargs="+", help="output folders of earlier runs (each holds traces/)")
+    p.add_argument("--definition", action="append", required=True)
+    p.add_argument("--dataset", default=None)
+    p.add_argument("--out", required=True)
+    p.add_argument("--allow-mixed-timers", action="store_true", help="merge runs timed differently (labelled)")
+    p.set_defaults(func=cmd_report)
     args = parser.parse_args(argv)
     try:
         return args.func(args)

@@ -127,7 +127,8 @@ def _plots(df, out):
 
     paths = []
     for definition, g in df.groupby("definition"):
-        xcol = "axis_batch_size" if "axis_batch_size" in g and g.axis_batch_size.notna().any() else "axis_total_seq_len"
+        axes = [c for c in g.columns if c.startswith("axis_") and g[c].notna().any()]
+        xcol = next((c for c in ("axis_batch_size", "axis_total_seq_len") if c in axes), axes[0])
         fig, axes = plt.subplots(1, 2, figsize=(13, 4.5))
         for solution, s in g.groupby("solution"):
             s = s.sort_values(xcol)

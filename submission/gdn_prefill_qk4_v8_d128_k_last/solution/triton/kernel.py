@@ -59,6 +59,7 @@ P_BF16 = 0
 P_TF32 = 1
 P_IEEE = 2      # exact fp32 (interpreter)
 P_TF32X3 = 3
+P_BF16X2 = 4    # a is exact in bf16 (k, q); b fp32 split into bf16 hi + lo: two bf16 dots
 
 
 # --------------------------------------------------------------------------------------------
@@ -73,6 +74,12 @@ def _mm(a, b, PREC: tl.constexpr):
         out = tl.dot(a.to(tl.float32), b.to(tl.float32), input_precision="tf32")
     elif PREC == 3:
         out = tl.dot(a.to(tl.float32), b.to(tl.float32), input_precision="tf32x3")
+    elif PREC == 4:
+        a16 = a.to(tl.bfloat16)
+        b_hi = b.to(tl.bfloat16)
+        b_lo = (b - b_hi.to(tl.float32)).to(tl.bfloat16)
+        out = tl.dot(a16, b_hi, out_dtype=tl.float32)
+        out = tl.dot(a16, b_lo, acc=out, out_dtype=tl.float32)
     else:
         out = tl.dot(a.to(tl.float32), b.to(tl.float32), input_precision="ieee")
     return out
@@ -100,18 +107,20 @@ def _chunk_gates(a_ptr, b_ptr, tok, valid, h, alog, dtb, NHV: tl.constexpr):
 
 
 @triton.jit
-def _chunk_tm(k, lg, beta, C: tl.constexpr, SB: tl.constexpr, LOG2NB: tl.constexpr,
+def _chunk_tm(k, G, beta, C: tl.constexpr, SB: tl.constexpr, LOG2NB: tl.constexpr,
               PREC_QK: tl.constexpr, PREC_T: tl.constexpr):
     """Tm = (I + A)^-1, A[r,s] = beta_r exp(G_r - G_s) (k_r . k_s) for s < r (fp32 [C, C])."""
     NB: tl.constexpr = C // SB
-    G = tl.cumsum(lg, axis=0)
     r = tl.arange(0, C)
     lower = r[:, None] > r[None, :]
     kk = _mm(k, tl.trans(k), PREC_QK)
     dG = tl.where(lower, G[:, None] - G[None, :], 0.0)
     A = tl.where(lower, beta[:, None] * tl.exp(dG) * kk, 0.0)
 
-    # diagonal SB x SB blocks: forward substitution, all NB blocks at once
+    # diagonal SB x SB blocks, all NB at once, by right-looking elimination on [I + Dg | I]:
+    # at step j row j of Ti is final and is subtracted, scaled by column j of Dg, from the
+    # rows below it (Dg is strictly lower, so rows <= j are untouched). Both extractions
+    # reduce along the axis they are broadcast back on: no layout shuffles inside the loop.
     A4 = tl.reshape(A, (NB, SB, NB, SB))
     bi = tl.arange(0, NB)[:, None, None, None]
     bj = tl.arange(0, NB)[None, None, :, None]
@@ -119,10 +128,10 @@ def _chunk_tm(k, lg, beta, C: tl.constexpr, SB: tl.constexpr, LOG2NB: tl.constex
     ii = tl.arange(0, SB)[None, :, None]
     jj = tl.arange(0, SB)[None, None, :]
     Ti = tl.where(ii == jj, 1.0, 0.0) + tl.zeros((NB, SB, SB), dtype=tl.float32)
-    for i in tl.static_range(1, SB):
-        a_i = tl.sum(tl.where(ii == i, Dg, 0.0), axis=1)             # row i of each block
-        row = tl.sum(a_i[:, :, None] * Ti, axis=1)                   # sum_j a_i[j] Ti[j, :]
-        Ti = tl.where(ii == i, Ti - row[:, None, :], Ti)
+    for j in tl.static_range(0, SB - 1):
+        col = tl.sum(tl.where(jj == j, Dg, 0.0), axis=2)             # Dg[:, :, j]  [NB, SB]
+        row = tl.sum(tl.where(ii == j, Ti, 0.0), axis=1)             # Ti[:, j, :]  [NB, SB]
+        Ti = Ti - col[:, :, None] * row[:, None, :]
     Tm = tl.reshape(tl.where(bi == bj, Ti[:, :, None, :], 0.0), (C, C))
 
     # doubling merges: with D_s = blockdiag of s-blocks and E_s the A-entries of the
@@ -136,16 +145,19 @@ def _chunk_tm(k, lg, beta, C: tl.constexpr, SB: tl.constexpr, LOG2NB: tl.constex
 
 
 @triton.jit
-def _chunk_apply(H, Tm, q, k, v, lg, beta, scale, C: tl.constexpr,
-                 PREC_QK: tl.constexpr, PREC_T: tl.constexpr, PREC_S: tl.constexpr,
-                 PREC_O: tl.constexpr):
-    """Given Tm of the chunk: output tile O [C, BV] and the state after the chunk."""
-    G = tl.cumsum(lg, axis=0)
-    gC = tl.sum(lg, axis=0)                                          # G at the chunk end
+def _chunk_p(q, k, G, C: tl.constexpr, PREC_QK: tl.constexpr):
+    """P = (Q K^T) o M, M[r,s] = exp(G_r - G_s) for s <= r, else 0 (fp32 [C, C])."""
     r = tl.arange(0, C)
     causal = r[:, None] >= r[None, :]
     P = tl.where(causal, tl.exp(tl.where(causal, G[:, None] - G[None, :], 0.0)), 0.0)
-    P = P * _mm(q, tl.trans(k), PREC_QK)                             # (Q K^T) o M
+    return P * _mm(q, tl.trans(k), PREC_QK)
+
+
+@triton.jit
+def _chunk_apply(H, Tm, P, q, k, v, G, beta, scale,
+                 PREC_T: tl.constexpr, PREC_S: tl.constexpr, PREC_O: tl.constexpr):
+    """Given Tm and P of the chunk: output tile O [C, BV] and the state after the chunk."""
+    gC = tl.min(G, axis=0)              # G at the chunk end (G is non-increasing, masked rows add 0)
     gam = tl.exp(G)
     KH = _mm(k, H, PREC_S)                                           # [C, BV]
     QH = _mm(q, H, PREC_S)
@@ -201,10 +213,10 @@ def _recurrent_token(H, t, h, hq, v0, q_ptr, k_ptr, v_ptr, a_ptr, b_ptr, o_ptr, 
 
 @triton.jit
 def _step(H, c0, bos, eos, n, h, hq, v0, q_ptr, k_ptr, v_ptr, a_ptr, b_ptr, o_ptr, ws_ptr,
-          alog, dtb, scale, ALGO: tl.constexpr, C: tl.constexpr, BV: tl.constexpr,
-          SB: tl.constexpr, LOG2NB: tl.constexpr, PREC_QK: tl.constexpr, PREC_T: tl.constexpr,
-          PREC_S: tl.constexpr, PREC_O: tl.constexpr, NHV: tl.constexpr, NHK: tl.constexpr,
-          DK: tl.constexpr, INTERP: tl.constexpr):
+          wp_ptr, alog, dtb, scale, WS_P: tl.constexpr, ALGO: tl.constexpr, C: tl.constexpr,
+          BV: tl.constexpr, SB: tl.constexpr, LOG2NB: tl.constexpr, PREC_QK: tl.constexpr,
+          PREC_T: tl.constexpr, PREC_S: tl.constexpr, PREC_O: tl.constexpr, NHV: tl.constexpr,
+          NHK: tl.constexpr, DK: tl.constexpr, INTERP: tl.constexpr):
     """One chunk of C tokens [c0, min(c0 + C, eos)): the only place where the ALGOs differ."""
     if ALGO == 1:
         H = _recurrent_chunk(H, c0, eos, h, hq, v0, q_ptr, k_ptr, v_ptr, a_ptr, b_ptr, o_ptr,
@@ -221,13 +233,19 @@ def _step(H, c0, bos, eos, n, h, hq, v0, q_ptr, k_ptr, v_ptr, a_ptr, b_ptr, o_pt
         vo_off = tok[:, None] * (NHV * DK) + h * DK + v0 + vx[None, :]
         v = tl.load(v_ptr + vo_off, mask=valid[:, None], other=0.0).to(tl.float32)
         lg, beta = _chunk_gates(a_ptr, b_ptr, tok, valid, h, alog, dtb, NHV)
+        G = tl.cumsum(lg, axis=0)
         if ALGO == 0:
-            Tm = _chunk_tm(k, lg, beta, C, SB, LOG2NB, PREC_QK, PREC_T)
+            Tm = _chunk_tm(k, G, beta, C, SB, LOG2NB, PREC_QK, PREC_T)
+            P = _chunk_p(q, k, G, C, PREC_QK)
         else:
-            slot = bos // C + n + (c0 - bos) // C
-            Tm = tl.load(ws_ptr + (slot * NHV + h) * (C * C) + r[:, None] * C + r[None, :])
-            Tm = Tm.to(tl.float32)
-        O, H = _chunk_apply(H, Tm, q, k, v, lg, beta, scale, C, PREC_QK, PREC_T, PREC_S, PREC_O)
+            w_off = ((bos // C + n + (c0 - bos) // C) * NHV + h) * (C * C) \
+                + r[:, None] * C + r[None, :]
+            Tm = tl.load(ws_ptr + w_off)
+            if WS_P:
+                P = tl.load(wp_ptr + w_off).to(tl.float32)
+            else:
+                P = _chunk_p(q, k, G, C, PREC_QK)
+        O, H = _chunk_apply(H, Tm, P, q, k, v, G, beta, scale, PREC_T, PREC_S, PREC_O)
         tl.store(o_ptr + vo_off, O.to(o_ptr.dtype.element_ty), mask=valid[:, None])
     return H
 
@@ -238,8 +256,8 @@ def _step(H, c0, bos, eos, n, h, hq, v0, q_ptr, k_ptr, v_ptr, a_ptr, b_ptr, o_pt
 @triton.jit
 def _gdn_prefill_kernel(
     q_ptr, k_ptr, v_ptr, s_ptr, alog_ptr, a_ptr, dtb_ptr, b_ptr, cu_ptr, o_ptr, ns_ptr, ws_ptr,
-    scale,
-    ALGO: tl.constexpr, C: tl.constexpr, BV: tl.constexpr, SB: tl.constexpr,
+    wp_ptr, scale,
+    ALGO: tl.constexpr, WS_P: tl.constexpr, C: tl.constexpr, BV: tl.constexpr, SB: tl.constexpr,
     LOG2NB: tl.constexpr, HAS_STATE: tl.constexpr,
     PREC_QK: tl.constexpr, PREC_T: tl.constexpr, PREC_S: tl.constexpr, PREC_O: tl.constexpr,
     NHV: tl.constexpr, NHK: tl.constexpr, DK: tl.constexpr, INTERP: tl.constexpr,
@@ -270,21 +288,21 @@ def _gdn_prefill_kernel(
         c0 = bos
         while c0 < eos:
             H = _step(H, c0, bos, eos, n, h, hq, v0, q_ptr, k_ptr, v_ptr, a_ptr, b_ptr, o_ptr,
-                      ws_ptr, alog, dtb, scale, ALGO, C, BV, SB, LOG2NB,
+                      ws_ptr, wp_ptr, alog, dtb, scale, WS_P, ALGO, C, BV, SB, LOG2NB,
                       PREC_QK, PREC_T, PREC_S, PREC_O, NHV, NHK, DK, INTERP)
             c0 += C
     else:
         for c0 in range(bos, eos, C):
             H = _step(H, c0, bos, eos, n, h, hq, v0, q_ptr, k_ptr, v_ptr, a_ptr, b_ptr, o_ptr,
-                      ws_ptr, alog, dtb, scale, ALGO, C, BV, SB, LOG2NB,
+                      ws_ptr, wp_ptr, alog, dtb, scale, WS_P, ALGO, C, BV, SB, LOG2NB,
                       PREC_QK, PREC_T, PREC_S, PREC_O, NHV, NHK, DK, INTERP)
     tl.store(ns_ptr + s_off, H)
 
 
 @triton.jit
 def _gdn_prep_kernel(
-    k_ptr, alog_ptr, a_ptr, dtb_ptr, b_ptr, cu_ptr, ws_ptr, N,
-    C: tl.constexpr, SB: tl.constexpr, LOG2NB: tl.constexpr, NP2: tl.constexpr,
+    q_ptr, k_ptr, alog_ptr, a_ptr, dtb_ptr, b_ptr, cu_ptr, ws_ptr, wp_ptr, N,
+    WS_P: tl.constexpr, C: tl.constexpr, SB: tl.constexpr, LOG2NB: tl.constexpr, NP2: tl.constexpr,
     PREC_QK: tl.constexpr, PREC_T: tl.constexpr,
     NHV: tl.constexpr, NHK: tl.constexpr, DK: tl.constexpr,
 ):
@@ -310,12 +328,17 @@ def _gdn_prep_kernel(
         kx = tl.arange(0, DK)
         tok = c0 + r
         valid = tok < eos
-        k = tl.load(k_ptr + tok[:, None] * (NHK * DK) + hq * DK + kx[None, :],
-                    mask=valid[:, None], other=0.0)
+        qk_off = tok[:, None] * (NHK * DK) + hq * DK + kx[None, :]
+        k = tl.load(k_ptr + qk_off, mask=valid[:, None], other=0.0)
         lg, beta = _chunk_gates(a_ptr, b_ptr, tok, valid, h, alog, dtb, NHV)
-        Tm = _chunk_tm(k, lg, beta, C, SB, LOG2NB, PREC_QK, PREC_T)
-        tl.store(ws_ptr + (slot * NHV + h) * (C * C) + r[:, None] * C + r[None, :],
-                 Tm.to(ws_ptr.dtype.element_ty))
+        G = tl.cumsum(lg, axis=0)
+        Tm = _chunk_tm(k, G, beta, C, SB, LOG2NB, PREC_QK, PREC_T)
+        w_off = (slot * NHV + h) * (C * C) + r[:, None] * C + r[None, :]
+        tl.store(ws_ptr + w_off, Tm)
+        if WS_P:
+            q = tl.load(q_ptr + qk_off, mask=valid[:, None], other=0.0)
+            P = _chunk_p(q, k, G, C, PREC_QK)
+            tl.store(wp_ptr + w_off, P.to(wp_ptr.dtype.element_ty))
 
 
 # --------------------------------------------------------------------------------------------
@@ -354,7 +377,7 @@ def _launch(algo, q, k, v, state, A_log, a, dt_bias, b, cu_seqlens, scale, outpu
     log2nb = (C // SB).bit_length() - 1
     on_gpu = q.is_cuda
     if on_gpu:
-        p = dict(PREC_QK=P_BF16, PREC_T=P_TF32, PREC_S=P_TF32, PREC_O=P_TF32)
+        p = dict(PREC_QK=P_BF16, PREC_T=P_TF32, PREC_S=P_BF16X2, PREC_O=P_BF16)
         if prec:
             p.update(prec)
     else:   # interpreter: bf16 tl.dot is wrong there, run every dot on exact fp32 operands
@@ -362,21 +385,25 @@ def _launch(algo, q, k, v, state, A_log, a, dt_bias, b, cu_seqlens, scale, outpu
     has_state = state is not None
     s_arg = state if has_state else new_state
     use_ws = algo == ALGO_CHUNK and cfg.get("ws", False)
-    ws = new_state  # dummy pointer when unused
+    ws_p = use_ws and cfg.get("ws_p", False)
+    ws = new_state  # dummy pointers when unused
+    wp = output
     if use_ws:
         nslot = T // C + N + 1
         ws = torch.empty((nslot * HV * C * C,), dtype=torch.float32, device=q.device)
+        if ws_p:
+            wp = torch.empty((nslot * HV * C * C,), dtype=torch.bfloat16, device=q.device)
         np2 = max(2, triton.next_power_of_2(N))
         _gdn_prep_kernel[(nslot, HV)](
-            k, A_log, a, dt_bias, b, cu_seqlens, ws, N,
+            q, k, A_log, a, dt_bias, b, cu_seqlens, ws, wp, N, WS_P=ws_p,
             C=C, SB=SB, LOG2NB=log2nb, NP2=np2, PREC_QK=p["PREC_QK"], PREC_T=p["PREC_T"],
             NHV=HV, NHK=HK, DK=D,
             num_warps=cfg.get("prep_warps", 4), num_stages=1)
         algo = ALGO_CHUNK_WS
     grid = (D // BV, N * HV)
     _gdn_prefill_kernel[grid](
-        q, k, v, s_arg, A_log, a, dt_bias, b, cu_seqlens, output, new_state, ws, scale,
-        ALGO=algo, C=C, BV=BV, SB=SB, LOG2NB=log2nb, HAS_STATE=has_state,
+        q, k, v, s_arg, A_log, a, dt_bias, b, cu_seqlens, output, new_state, ws, wp, scale,
+        ALGO=algo, WS_P=ws_p, C=C, BV=BV, SB=SB, LOG2NB=log2nb, HAS_STATE=has_state,
         NHV=HV, NHK=HK, DK=D, INTERP=not on_gpu,
         num_warps=cfg.get("num_warps", 4), num_stages=cfg.get("num_stages", 2), **p)
 

@@ -1,0 +1,104 @@
+"""Side-by-side comparison of several solutions evaluated in one run (same inputs, timer and GPU):
+latencies per workload, ratios to a base solution, per-bucket summaries, win/loss, the all-pass gate."""
+import math
+from pathlib import Path
+
+import pandas as pd
+
+from harness.report import _md_table, load_rows, provenance
+
+T_BUCKETS = [(0, 64, "T<64"), (64, 512, "T<512"), (512, 2048, "T<2048"), (2048, 8192, "T<8192"),
+             (8192, math.inf, "T=8192")]
+
+
+def bucket_of(row):
+    if "axis_batch_size" in row and not pd.isna(row.get("axis_batch_size")):
+        return f"B={int(row['axis_batch_size'])}"
+    t = row.get("axis_total_seq_len")
+    if t is None or pd.isna(t):
+        return "all"
+    return next(label for lo, hi, label in T_BUCKETS if lo <= t < hi)
+
+
+def bucket_order(labels):
+    def key(label):
+        if label.startswith("B="):
+            return (0, int(label[2:]))
+        names = [b[2] for b in T_BUCKETS]
+        return (1, names.index(label)) if label in names else (2, 0)
+    return sorted(set(labels), key=key)
+
+
+def comparison_tables(df, base):
+    """(wide per-workload table, per-bucket table, per-solution summary) with ratios to `base`."""
+    if base not in set(df.solution):
+        raise ValueError(f"base solution {base!r} is not among {sorted(set(df.solution))}")
+    df = df.copy()
+    df["bucket"] = df.apply(bucket_of, axis=1)
+    lat = df.pivot_table(index=["uuid", "bucket"], columns="solution", values="latency_us", aggfunc="last")
+    status = df.pivot_table(index=["uuid", "bucket"], columns="solution", values="status", aggfunc="last")
+    wide = lat.copy()
+    for s in lat.columns:
+        if s != base:
+            wide[f"{s} / {base}"] = lat[s] / lat[base]  # > 1: slower than the base
+    wide = wide.reset_index()
+    per_bucket = []
+    for bucket in bucket_order(df.bucket):
+        rows = lat.xs(bucket, level="bucket")
+        entry = {"bucket": bucket, "workloads": len(rows)}
+        for s in lat.columns:
+            entry[f"{s} mean us"] = float(rows[s].mean())
+            if s != base:
+                entry[f"{s} / {base}"] = float(rows[s].mean() / rows[base].mean())
+        per_bucket.append(entry)
+    summary = []
+    for s in lat.columns:
+        st = status[s]
+        wins = int((lat[s] < lat[base]).sum()) if s != base else 0
+        losses = int((lat[s] > lat[base]).sum()) if s != base else 0
+        summary.append({"solution": s, "all_pass": bool((st == "PASSED").all()), "passed": int((st == "PASSED").sum()),
+                        "workloads": int(st.notna().sum()), "mean_us": float(lat[s].mean()),
+                        f"mean ratio to {base}": float((lat[s] / lat[base]).mean()),
+                        f"wins vs {base}": wins, f"losses vs {base}": losses})
+    return wide, pd.DataFrame(per_bucket), pd.DataFrame(summary)
+
+
+def write_comparison(out_dir, definition, base, sources=None):
+    out = Path(out_dir) / "compare"
+    out.mkdir(parents=True, exist_ok=True)
+    df = load_rows(sources or [out_dir], [definition])
+    if df.empty:
+        raise ValueError("no traces to compare")
+    wide, buckets, summary = comparison_tables(df, base)
+    stem = definition.name
+    wide.to_csv(out / f"{stem}.csv", index=False)
+    buckets.to_csv(out / f"{stem}_buckets.csv", index=False)
+    prov = provenance(df)
+    md = [f"# Comparison on {stem} (base: {base})", "", "## Provenance", ""]
+    md += [f"- {k}: {v}" for k, v in prov.items()]
+    md += ["", "Ratios are latency / base latency (> 1 means slower than the base). All solutions ran in one "
+           "run, interleaved per workload, on the same inputs, timer and GPU.", "", "## Summary", "",
+           _md_table(summary), "", "## By bucket", "", _md_table(buckets), "", f"![{stem}]({stem}.png)", "",
+           "## Per workload", "", _md_table(wide.assign(uuid=wide.uuid.str[:8]), ".4g"), ""]
+    (out / f"{stem}.md").write_text("\n".join(md) + "\n")
+    _plot(wide, buckets, base, out / f"{stem}.png", stem)
+    return out, summary, buckets
+
+
+def _plot(wide, buckets, base, path, title):
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    sols = [c for c in buckets.columns if c.endswith(" mean us")]
+    fig, ax = plt.subplots(figsize=(9, 4.5))
+    width = 0.8 / max(len(sols), 1)
+    for i, c in enumerate(sols):
+        ax.bar([x + i * width for x in range(len(buckets))], buckets[c], width, label=c.removesuffix(" mean us"))
+    ax.set_xticks([x + width * (len(sols) - 1) / 2 for x in range(len(buckets))], buckets.bucket)
+    ax.set(ylabel="mean latency (us)", yscale="log", title=f"{title} (base {base})")
+    ax.legend(fontsize=8)
+    ax.grid(alpha=0.3, axis="y")
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)

@@ -1,0 +1,69 @@
+"""GPU-only: the official timer's behaviour on known callables (run on the device: make test-gpu)."""
+import pytest
+import torch
+
+from harness.runner import TimingConfig
+
+pytestmark = pytest.mark.gpu
+CFG = TimingConfig(warmup=5, iters=20, trials=1)
+
+
+def _cupti_or_skip():
+    from harness.timing_cuda import cupti_status
+    ok, detail = cupti_status()
+    if not ok:
+        pytest.skip(detail)
+
+
+def test_single_kernel_cupti_below_event_time():
+    _cupti_or_skip()
+    from harness.timing_cuda import measure
+    x = torch.randn(1 << 16, device="cuda")
+    y = torch.empty_like(x)
+    r = measure(lambda a, b: torch.mul(a, 2.0, out=b), [x, y], CFG)
+    assert r.timer.startswith("cupti")
+    assert 0.0005 < r.median_ms < 0.05  # a few microseconds of GPU time
+    assert r.event_ms > r.median_ms      # back-to-back events include host launch cost
+
+
+def test_host_gap_between_kernels_is_charged():
+    _cupti_or_skip()
+    import time
+
+    from harness.timing_cuda import measure
+    x = torch.randn(1 << 10, device="cuda")
+
+    def two_kernels_with_gap(a):
+        a.mul_(1.0)
+        time.sleep(0.002)  # host work between launches: the span timer charges it
+        a.add_(0.0)
+
+    r = measure(two_kernels_with_gap, [x], CFG)
+    assert r.median_ms > 1.5
+
+
+def test_no_gpu_work_is_an_error():
+    _cupti_or_skip()
+    from harness.timing_cuda import measure
+    with pytest.raises(Exception, match="No kernel activities recorded"):
+        measure(lambda a: None, [torch.zeros(1, device="cuda")], CFG)
+
+
+def test_inconsistent_kernels_is_an_error():
+    _cupti_or_skip()
+    from harness.timing_cuda import measure
+    calls = [0]
+
+    def flaky(a):
+        calls[0] += 1
+        (a.mul_(1.0) if calls[0] % 2 else a.add_(0.0))
+
+    with pytest.raises(Exception, match="Inconsistent kernel names"):
+        measure(flaky, [torch.zeros(16, device="cuda")], CFG)
+
+
+def test_events_timer_is_labelled():
+    from harness.timing_cuda import measure
+    x = torch.randn(1 << 16, device="cuda")
+    r = measure(lambda a: a.mul_(1.0), [x], CFG, timer="events")
+    assert "NOT the official" in r.timer

@@ -1,0 +1,118 @@
+"""Packaging a starter-kit folder, and comparing solutions / merging reports on the toy dataset."""
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+
+from harness.cli import main
+from harness.dataset import Dataset
+from harness.jsonio import DataError
+from harness.package import package
+from harness.solution import Solution
+from tests.toy import make_toy_root, toy_solution
+
+REPO = Path(__file__).resolve().parent.parent
+
+
+def _kit(root, name="kit", entry="main.py::run", body="from .helpers.scale import times\n\n"
+         "def run(x, y, alpha, z):\n    z.copy_(x + times(alpha, y))\n"):
+    kit = root / name
+    src = kit / "solution" / "python"
+    (src / "helpers").mkdir(parents=True)
+    (kit / "config.toml").write_text(
+        f'[solution]\nname = "{name}"\ndefinition = "toy_axpy"\nauthor = "kitter"\n'
+        f'[build]\nlanguage = "python"\nentry_point = "{entry}"\n')
+    (src / "main.py").write_text(body)
+    (src / "helpers" / "scale.py").write_text("def times(a, y):\n    return a * y\n")
+    return kit
+
+
+def test_package_keeps_subfolders_and_validates(tmp_path):
+    ds = Dataset(make_toy_root(tmp_path / "toy"))
+    sub = tmp_path / "submission"
+    _kit(sub)
+    (path, sol, nested), = package(sub, tmp_path / "out", ds)
+    obj = json.loads(path.read_text())
+    assert path == tmp_path / "out" / "toy_axpy" / "solution.json"
+    assert {s["path"] for s in obj["sources"]} == {"main.py", "helpers/scale.py"} and nested == ["helpers/scale.py"]
+    assert obj["spec"] == {"language": "python", "target_hardware": ["cuda"], "entry_point": "main.py::run",
+                           "dependencies": [], "destination_passing_style": True, "binding": None}
+    Solution.from_json(obj, path)  # a valid official Solution
+
+
+@pytest.mark.parametrize("entry,body,needle", [
+    ("main.py::run", "def run(x, y, z):\n    pass\n", "takes 3 required of 3 positional parameters; the "
+                                                     "destination-passing style needs 4"),
+    ("main.py::nope", "def run(x, y, alpha, z):\n    pass\n", "'nope' is not defined at the top level"),
+    ("other.py::run", "def run(x, y, alpha, z):\n    pass\n", "entry point file 'other.py' is not among"),
+    ("main.py::run", "def run(x, y, alpha, z)\n    pass\n", "syntax error"),
+])
+def test_package_refuses_bad_entry_points(tmp_path, entry, body, needle):
+    ds = Dataset(make_toy_root(tmp_path / "toy"))
+    sub = tmp_path / "submission"
+    _kit(sub, entry=entry, body=body)
+    with pytest.raises(DataError, match=needle):
+        package(sub, tmp_path / "out", ds)
+    assert not (tmp_path / "out").exists()  # nothing half-written
+
+
+def test_packed_json_gets_the_same_verdicts_as_its_folder(tmp_path, capsys):
+    root = make_toy_root(tmp_path / "toy")
+    sub = tmp_path / "submission"
+    kit = _kit(sub)
+    (path, _, _), = package(sub, tmp_path / "pk", Dataset(root))
+    common = ["--dataset", str(root), "--definition", "toy_axpy", "--device", "cpu", "--quiet",
+              "--iterations", "1", "--warmup", "0"]
+    assert main(["eval", *common, "--solution", str(kit), "--out", str(tmp_path / "a")]) == 0
+    assert main(["eval", *common, "--solution", str(path), "--out", str(tmp_path / "b")]) == 0
+    verdicts = []
+    for out in ("a", "b"):
+        lines = (tmp_path / out / "traces" / "kitter" / "toy" / "toy_axpy.jsonl").read_text().splitlines()
+        verdicts.append({(t["workload"]["uuid"], t["evaluation"]["status"]) for t in map(json.loads, lines)})
+    assert verdicts[0] == verdicts[1] and len(verdicts[0]) == 3
+    assert {v for _, v in verdicts[0]} == {"PASSED"}
+
+
+def test_repo_submission_packages():
+    out = REPO / ".cache" / "test-package"
+    shutil.rmtree(out, ignore_errors=True)
+    written = package(out=out)
+    assert {sol.definition for _, sol, _ in written} == {"gdn_decode_qk4_v8_d128_k_last",
+                                                         "gdn_prefill_qk4_v8_d128_k_last"}
+
+
+def test_compare_and_report(tmp_path, capsys):
+    root = make_toy_root(tmp_path / "toy")
+    fast = tmp_path / "fast.json"
+    fast.write_text(json.dumps(toy_solution("fast", "def run(x, y, alpha, z):\n    z.copy_(x + alpha * y)\n")))
+    slow = tmp_path / "slow.json"
+    slow.write_text(json.dumps(toy_solution("slow", "import time\ndef run(x, y, alpha, z):\n    time.sleep(0.01)\n"
+                                                    "    z.copy_(x + alpha * y)\n")))
+    out = tmp_path / "cmp"
+    rc = main(["compare", "--dataset", str(root), "--definition", "toy_axpy", "--device", "cpu", "--quiet",
+               "--iterations", "3", "--warmup", "0", "--out", str(out), "--base", "fast", str(fast), str(slow)])
+    assert rc == 0
+    text = (out / "compare" / "toy_axpy.md").read_text()
+    assert "slow / fast" in text and "wins vs fast" in text
+    import pandas as pd
+    wide = pd.read_csv(out / "compare" / "toy_axpy.csv")
+    assert (wide["slow / fast"] > 5).all()  # 10 ms of sleep against microseconds
+    rc = main(["report", str(out), "--dataset", str(root), "--definition", "toy_axpy", "--out", str(tmp_path / "rep")])
+    assert rc == 0 and (tmp_path / "rep" / "report" / "report.md").exists()
+
+
+def test_report_refuses_mixed_timers(tmp_path, capsys):
+    root = make_toy_root(tmp_path / "toy")
+    sol = tmp_path / "s.json"
+    sol.write_text(json.dumps(toy_solution("s", "def run(x, y, alpha, z):\n    z.copy_(x + alpha * y)\n")))
+    base = ["eval", "--dataset", str(root), "--definition", "toy_axpy", "--device", "cpu", "--quiet",
+            "--iterations", "1", "--solution", str(sol)]
+    assert main([*base, "--out", str(tmp_path / "r1")]) == 0
+    assert main([*base, "--out", str(tmp_path / "r2")]) == 0
+    extras = tmp_path / "r2" / "harness" / "toy_axpy.jsonl"
+    extras.write_text(extras.read_text().replace("cpu-wall-clock (not official)", "cupti (other machine)"))
+    args = ["report", str(tmp_path / "r1"), str(tmp_path / "r2"), "--dataset", str(root), "--definition", "toy_axpy",
+            "--out", str(tmp_path / "m")]
+    assert main(args) == 2 and "different timers" in capsys.readouterr().err
+    assert main([*args, "--allow-mixed-timers"]) == 0

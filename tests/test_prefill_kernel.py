@@ -1,0 +1,129 @@
+"""GDN prefill kernels (submission/gdn_prefill_qk4_v8_d128_k_last) against the float64 reference.
+
+Runs on the CPU under Triton's interpreter when no GPU is present (TRITON_INTERPRET=1 must be set
+before triton is imported). There every tl.dot runs on exact fp32 operands, so besides the official
+rule (an element fails only if abs > 1e-2 AND rel > 1e-2) the checks here are tight: the output may
+differ from the float64 reference by its bf16 rounding only, the state by fp32 round-off only.
+On a GPU the same tests run with the production operand precisions and the official rule, plus a
+looser state bound.
+"""
+import importlib.util
+import math
+import os
+from pathlib import Path
+
+import pytest
+import torch
+
+if not torch.cuda.is_available():
+    os.environ.setdefault("TRITON_INTERPRET", "1")
+
+from reference.gdn_recurrent import recurrent_packed  # noqa: E402
+
+ROOT = Path(__file__).resolve().parents[1]
+KERNEL_PATH = ROOT / "submission" / "gdn_prefill_qk4_v8_d128_k_last" / "solution" / "triton" / "kernel.py"
+
+
+def _load():
+    spec = importlib.util.spec_from_file_location("gdn_prefill_kernel_under_test", KERNEL_PATH)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+pk = _load()
+DEVICE = "cuda" if torch.cuda.is_available() else "cpu"
+ON_GPU = DEVICE == "cuda"
+
+
+def make_inputs(cu, seed=0, state_std=1.0):
+    """Stand-in style inputs (GDN.md): unit-norm q/k per head, N(0,1) v/a/b, A_log = log U(1,16),
+    dt_bias = inverse softplus of log-uniform dt in [1e-3, 1e-1], state N(0, state_std^2)."""
+    g = torch.Generator().manual_seed(seed)
+    T, N = cu[-1], len(cu) - 1
+    q = torch.nn.functional.normalize(torch.randn(T, 4, 128, generator=g), dim=-1).bfloat16()
+    k = torch.nn.functional.normalize(torch.randn(T, 4, 128, generator=g), dim=-1).bfloat16()
+    v = torch.randn(T, 8, 128, generator=g).bfloat16()
+    a = torch.randn(T, 8, generator=g).bfloat16()
+    b = torch.randn(T, 8, generator=g).bfloat16()
+    A_log = torch.log(torch.empty(8).uniform_(1.0, 16.0, generator=g))
+    dt = torch.exp(torch.empty(8).uniform_(math.log(1e-3), math.log(1e-1), generator=g))
+    dt_bias = dt + torch.log(-torch.expm1(-dt))          # softplus(dt_bias) == dt
+    state = state_std * torch.randn(N, 8, 128, 128, generator=g)
+    cu_t = torch.tensor(cu, dtype=torch.int64)
+    return [x.to(DEVICE) for x in (q, k, v, state, A_log, a, dt_bias, b, cu_t)]
+
+
+def run_and_check(fn, cu, scale=0.0, seed=0, state_std=1.0):
+    inputs = make_inputs(cu, seed, state_std)
+    before = [x.clone() for x in inputs]
+    T, N = cu[-1], len(cu) - 1
+    out = torch.full((T, 8, 128), float("nan"), dtype=torch.bfloat16, device=DEVICE)
+    new_state = torch.full((N, 8, 128, 128), float("nan"), dtype=torch.float32, device=DEVICE)
+    ret = fn(*inputs[:9], scale, out, new_state)
+    assert ret is None
+    if ON_GPU:
+        torch.cuda.synchronize()
+    for x, y in zip(inputs, before):                      # inputs never written
+        assert torch.equal(x, y)
+    assert torch.isfinite(out.float()).all(), "output not fully written"
+    assert torch.isfinite(new_state).all(), "new_state not fully written"
+
+    ref_out, ref_state = recurrent_packed(*[x.cpu() for x in inputs], scale)
+    o = out.cpu().double()
+    err = (o - ref_out).abs()
+    rel = err / (ref_out.abs() + 1e-8)
+    fails = int(((err > 1e-2) & (rel > 1e-2)).sum())
+    assert fails == 0, f"{fails} output elements fail the official rule (max abs {err.max():.3g})"
+    serr = (new_state.cpu().double() - ref_state).abs().max().item()
+    if ON_GPU:
+        assert serr < 1e-2, f"new_state max abs err {serr:.3g}"
+    else:   # exact-fp32 dots: bf16 rounding of the output and fp32 round-off of the state only
+        bound = 2.0 ** -8 * ref_out.abs() + 1e-4
+        assert bool((err <= bound).all()), f"output off by more than bf16 rounding: {err.max():.3g}"
+        assert serr < 1e-4, f"new_state max abs err {serr:.3g}"
+    return err.max().item(), serr
+
+
+# sequences shorter than a chunk, spanning chunk boundaries, a length-1 sequence, and
+# a sequence of several chunks (the state is carried across chunks inside a CTA)
+SMALL_CASES = [[0, 5], [0, 3, 20], [0, 17, 18, 40, 70]]
+
+
+@pytest.mark.parametrize("cu", SMALL_CASES, ids=lambda c: "cu" + "-".join(map(str, c)))
+def test_chunked_kernel(cu):
+    run_and_check(pk.kernel, cu)
+
+
+def test_chunked_kernel_multichunk_scale():
+    # 2 chunks of 64 in the last sequence; scale = 1 makes outputs ~11x larger than the default
+    run_and_check(pk.kernel, [0, 9, 137], scale=1.0, seed=1)
+
+
+@pytest.mark.parametrize("C", [16, 32])
+def test_chunked_small_chunks(C):
+    # more chunk boundaries per sequence; C = 32 has one doubling merge, C = 16 none
+    def fn(*args):
+        pk._launch(pk.ALGO_CHUNK, *args, cfg=dict(C=C, BV=64, SB=16))
+    run_and_check(fn, [0, 17, 18, 40, 90], scale=None, seed=2)
+
+
+def test_chunked_two_launch_variant():
+    # the measured-only variant: Tm and P precomputed per (chunk, head) by a first launch
+    def fn(*args):
+        pk._launch(pk.ALGO_CHUNK, *args, cfg=dict(C=32, BV=64, SB=16, ws=True, ws_p=True))
+    run_and_check(fn, [0, 1, 33, 70, 100], seed=3)
+
+
+@pytest.mark.parametrize("cu", [[0, 3, 20], [0, 17, 18, 40, 70]],
+                         ids=lambda c: "cu" + "-".join(map(str, c)))
+def test_recurrent_ablation(cu):
+    run_and_check(pk.kernel_recurrent, cu, seed=4)
+
+
+def test_entry_point_signature():
+    import inspect
+    names = list(inspect.signature(pk.kernel).parameters)
+    assert names == ["q", "k", "v", "state", "A_log", "a", "dt_bias", "b", "cu_seqlens", "scale",
+                     "output", "new_state"]
+    assert list(inspect.signature(pk.kernel_recurrent).parameters) == names
