@@ -48,7 +48,10 @@ def load_rows(out_dirs, definitions):
     df = pd.DataFrame(rows)
     if df.empty:
         return df
-    df = df.drop_duplicates(["definition", "solution", "uuid"], keep="last")
+    df = df.drop_duplicates(["source", "definition", "solution", "uuid"], keep="last")
+    # The same solution from several runs (machines) stays apart, labelled by its run folder.
+    multi = df.groupby(["definition", "solution"]).source.transform("nunique") > 1
+    df.loc[multi, "solution"] = df.solution[multi] + " [" + df.source[multi].map(lambda s: Path(s).name) + "]"
     df["divergence"] = df["event_us"] / df["latency_us"]
     base = df[df.author == BASELINE_AUTHOR][["definition", "uuid", "latency_us"]].rename(
         columns={"latency_us": "baseline_us"})

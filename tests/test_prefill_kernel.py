@@ -3,7 +3,7 @@
 Runs on the CPU under Triton's interpreter when no GPU is present (TRITON_INTERPRET=1 must be set
 before triton is imported). There every tl.dot runs on exact fp32 operands, so besides the official
 rule (an element fails only if abs > 1e-2 AND rel > 1e-2) the checks here are tight: the output may
-differ from the float64 reference by its bf16 rounding only, the state by fp32 round-off only.
+differ from the float64 reference by one bf16 ulp only, the state by fp32 round-off only.
 On a GPU the same tests run with the production operand precisions and the official rule, plus a
 looser state bound.
 """
@@ -79,7 +79,8 @@ def run_and_check(fn, cu, scale=0.0, seed=0, state_std=1.0):
     if ON_GPU:
         assert serr < 1e-2, f"new_state max abs err {serr:.3g}"
     else:   # exact-fp32 dots: bf16 rounding of the output and fp32 round-off of the state only
-        bound = 2.0 ** -8 * ref_out.abs() + 1e-4
+        # (one bf16 ulp: the interpreter's fp32 -> bf16 cast truncates instead of rounding)
+        bound = 2.0 ** -7 * ref_out.abs() + 1e-4
         assert bool((err <= bound).all()), f"output off by more than bf16 rounding: {err.max():.3g}"
         assert serr < 1e-4, f"new_state max abs err {serr:.3g}"
     return err.max().item(), serr
