@@ -54,7 +54,7 @@ def make_inputs(cu, seed=0, state_std=1.0):
     return [x.to(DEVICE) for x in (q, k, v, state, A_log, a, dt_bias, b, cu_t)]
 
 
-def run_and_check(fn, cu, scale=0.0, seed=0, state_std=1.0):
+def run_and_check(fn, cu, scale=0.0, seed=0, state_std=1.0, out_atol=1e-4):
     inputs = make_inputs(cu, seed, state_std)
     before = [x.clone() for x in inputs]
     T, N = cu[-1], len(cu) - 1
@@ -80,7 +80,7 @@ def run_and_check(fn, cu, scale=0.0, seed=0, state_std=1.0):
         assert serr < 1e-2, f"new_state max abs err {serr:.3g}"
     else:   # exact-fp32 dots: bf16 rounding of the output and fp32 round-off of the state only
         # (one bf16 ulp: the interpreter's fp32 -> bf16 cast truncates instead of rounding)
-        bound = 2.0 ** -7 * ref_out.abs() + 1e-4
+        bound = 2.0 ** -7 * ref_out.abs() + out_atol
         assert bool((err <= bound).all()), f"output off by more than bf16 rounding: {err.max():.3g}"
         assert serr < 1e-4, f"new_state max abs err {serr:.3g}"
     return err.max().item(), serr
@@ -110,10 +110,11 @@ def test_chunked_small_chunks(C):
 
 
 def test_chunked_two_launch_variant():
-    # the measured-only variant: Tm and P precomputed per (chunk, head) by a first launch
+    # the measured-only variant: Tm (fp32) and P (bf16) precomputed per (chunk, head) by a first
+    # launch; P's bf16 storage costs output precision (~2^-9 of the terms), not state precision
     def fn(*args):
         pk._launch(pk.ALGO_CHUNK, *args, cfg=dict(C=32, BV=64, SB=16, ws=True, ws_p=True))
-    run_and_check(fn, [0, 1, 33, 70, 100], seed=3)
+    run_and_check(fn, [0, 1, 33, 70, 100], seed=3, out_atol=2e-3)
 
 
 @pytest.mark.parametrize("cu", [[0, 3, 20], [0, 17, 18, 40, 70]],
