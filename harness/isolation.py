@@ -29,7 +29,8 @@ def _child_main(conn, log_path, device, one_shot):
     sys.stderr = os.fdopen(2, "w", buffering=1, closefd=False)
     from harness.runner import run_job  # the slow part of start-up (torch), done while idle
 
-    cuda_ready = False
+    if device.startswith("cuda"):
+        _warm_up_cuda()
     while True:
         try:
             job = conn.recv()
@@ -37,14 +38,24 @@ def _child_main(conn, log_path, device, one_shot):
             return
         if job is None:
             return
-        if device.startswith("cuda") and not cuda_ready:
-            # Created only once a job arrives, so an idle spare never touches the GPU being timed.
-            import torch
-            torch.cuda.init()
-            cuda_ready = True
         conn.send(run_job(job).to_dict())
         if one_shot:
             return
+
+
+def _warm_up_cuda():
+    """Start-up work every CUDA child repeats (CUDA context, Triton, FlashInfer's timer and CUPTI), done
+    while the spare waits, so a pair's wall time is its own work. Failures are left for the job to meet."""
+    import importlib
+
+    import torch
+    torch.cuda.init()
+    torch.zeros(1, device="cuda")
+    for module in ("triton", "flashinfer.testing", "cupti"):
+        try:
+            importlib.import_module(module)
+        except Exception:
+            pass
 
 
 class _Child:
