@@ -50,6 +50,8 @@ def _eval_args(p):
     p.add_argument("--timer", choices=["auto", "cupti", "events"], default="auto",
                    help="CUDA timer; 'events' is not the official timer and is labelled so")
     p.add_argument("--seed", type=int, default=0, help="seed for random inputs (recorded)")
+    p.add_argument("--strict", action="store_true",
+                   help="fail (INCORRECT_NUMERICAL) a solution that is wrong on fresh inputs after timing")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
 
 
@@ -85,7 +87,8 @@ def _setup(args, solution_args):
     opts = EvalOptions(device=device, out_dir=Path(args.out or "results/local"), timeout=args.timeout,
                        tolerance=Tolerance(args.atol, args.rtol, args.required_matched_ratio), timing=timing,
                        profile_baseline=not args.no_profile_baseline, resume=args.resume, seed=args.seed,
-                       isolation=args.isolation, timer=args.timer, show_progress=not args.quiet)
+                       isolation=args.isolation, timer=args.timer, show_progress=not args.quiet,
+                       strict=args.strict)
     return dataset, definition, workloads, solutions, opts
 
 

@@ -46,6 +46,7 @@ class Job:
     timing: TimingConfig = DEFAULT_TIMING
     timer: str = "auto"             # see harness/timing.py
     profile: bool = True            # time the solution once correct
+    strict: bool = False            # a wrong answer on fresh inputs after timing fails the pair
 
 
 @dataclass
@@ -79,10 +80,18 @@ def _changed_inputs(names, before, after):
     return out
 
 
-def call_solution(fn, inputs, definition, workload, device, dps):
+def poison(outputs):
+    """Fill freshly allocated DPS outputs with NaN (integers: their max) so a solution that never writes
+    them cannot pass on whatever the allocator hands back, e.g. a previous trial's correct answer."""
+    for o in outputs:
+        o.fill_(float("nan") if o.is_floating_point() else torch.iinfo(o.dtype).max if o.dtype != torch.bool else 1)
+    return outputs
+
+
+def call_solution(fn, inputs, definition, workload, device, dps, outputs=None):
     """One call in the official convention. Returns the outputs as a list."""
     if dps:
-        outputs = allocate_outputs(definition, workload, device)
+        outputs = outputs if outputs is not None else poison(allocate_outputs(definition, workload, device))
         fn(*inputs, *outputs)
         return outputs
     return normalize_outputs(fn(*inputs), list(definition.outputs),
@@ -108,9 +117,9 @@ def run_job(job):
         return Outcome(Status.COMPILE_ERROR.value)
 
     payload = torch.load(job.payload_path, map_location="cpu", weights_only=False)
+    cuda = job.device.startswith("cuda")
     trial_refs = payload["outputs"]
-    trial_inputs = [[x.to(job.device).clone() if isinstance(x, torch.Tensor) else x for x in inputs]
-                    for inputs in payload["inputs"]]
+    trial_inputs = [_clone_to(inputs, job.device) for inputs in payload["inputs"]]
     names_in, names_out = list(definition.inputs), list(definition.outputs)
     max_abs = max_rel = 0.0
     numerical_failure, warnings = None, []
@@ -119,7 +128,10 @@ def run_job(job):
         try:
             with torch.no_grad():
                 outputs = call_solution(fn, inputs, definition, workload, job.device, dps)
-            if job.device.startswith("cuda"):
+                # Copied on the caller's stream before any sync: work left running on another
+                # stream shows up as a difference once everything has finished.
+                early = _snapshot(outputs) if cuda and t == 0 else None
+            if cuda:
                 torch.cuda.synchronize()
         except Exception:
             traceback.print_exc()
@@ -128,6 +140,9 @@ def run_job(job):
             changed = _changed_inputs(names_in, before, inputs)
             if changed:
                 warnings.append(f"inputs modified by the call: {', '.join(changed)}")
+        if early is not None and _changed_inputs(names_out, early, outputs):
+            warnings.append("GPU work was still running when the call returned (outputs changed after the return: "
+                            "work on another stream with no dependency on the caller's stream?)")
         refs = _to_device(trial_refs[t], job.device)
         for name, out, ref in zip(names_out, outputs, refs):
             res = check_output(name, out, ref, job.tolerance)
@@ -140,24 +155,75 @@ def run_job(job):
         return Outcome(Status.INCORRECT_NUMERICAL.value, numerical_failure, max_abs, max_rel, warnings=warnings)
 
     outcome = Outcome(Status.PASSED.value, "", max_abs, max_rel, warnings=warnings)
-    if not job.profile:
-        return outcome
-    from harness import timing
-    try:
-        per_trial, events, timer = [], [], None
-        for t in range(job.timing.trials):
-            inputs = trial_inputs[t % len(trial_inputs)]
-            outputs = allocate_outputs(definition, workload, job.device) if dps else []
-            res = timing.measure(fn, [*inputs, *outputs], job.timing, job.device, job.timer)
-            per_trial.append(res.median_ms)
-            timer = res.timer
-            if res.event_ms is not None:
-                events.append(res.event_ms)
-            warnings.extend(w for w in res.warnings if w not in warnings)
-    except Exception:
-        traceback.print_exc()
-        return Outcome(Status.RUNTIME_ERROR.value, warnings=warnings)
-    outcome.latency_ms = sum(per_trial) / len(per_trial)
-    outcome.event_ms = sum(events) / len(events) if events else None
-    outcome.timer = timer
+    timed_outputs = None
+    if job.profile:
+        from harness import timing
+        try:
+            per_trial, events = [], []
+            for t in range(job.timing.trials):
+                inputs = trial_inputs[t % len(trial_inputs)]
+                outputs = allocate_outputs(definition, workload, job.device) if dps else []
+                timed_outputs = outputs if t == 0 else timed_outputs
+                res = timing.measure(fn, [*inputs, *outputs], job.timing, job.device, job.timer)
+                per_trial.append(res.median_ms)
+                outcome.timer = res.timer
+                if res.event_ms is not None:
+                    events.append(res.event_ms)
+                warnings.extend(w for w in res.warnings if w not in warnings)
+        except Exception:
+            traceback.print_exc()
+            return Outcome(Status.RUNTIME_ERROR.value, warnings=warnings)
+        outcome.latency_ms = sum(per_trial) / len(per_trial)
+        outcome.event_ms = sum(events) / len(events) if events else None
+    if payload.get("fresh"):
+        problem = _fresh_check(fn, trial_inputs[0], timed_outputs, payload["fresh"], definition, workload, job,
+                               dps, names_out, warnings)
+        if problem and job.strict:
+            return Outcome(Status.INCORRECT_NUMERICAL.value, f"strict mode: {problem}", max_abs, max_rel,
+                           warnings=warnings)
+        if problem:
+            warnings.append(problem)
     return outcome
+
+
+def _clone_to(values, device):
+    return [x.to(device).clone() if isinstance(x, torch.Tensor) else x for x in values]
+
+
+def _fresh_check(fn, inputs, outputs, fresh, definition, workload, job, dps, names_out, warnings):
+    """After timing, one call on values the solution has never seen, written into the same input tensors it
+    was timed on, with the same output tensors (same pointers; the parent perturbed the floats and computed
+    their reference). A wrong
+    answer means memoized or stale outputs. On CUDA the call runs under PyTorch's sync debug mode, which
+    reports host syncs (.item(), .cpu(), ...) made inside it."""
+    import warnings as warnings_mod
+
+    for x, new in zip(inputs, fresh["inputs"]):
+        if isinstance(x, torch.Tensor):
+            x.copy_(new)
+    cuda = job.device.startswith("cuda")
+    try:
+        with warnings_mod.catch_warnings(record=True) as caught, torch.no_grad():
+            warnings_mod.simplefilter("always")
+            if cuda:
+                torch.cuda.set_sync_debug_mode("warn")
+            try:
+                outputs = call_solution(fn, inputs, definition, workload, job.device, dps,
+                                        poison(outputs) if dps and outputs else None)
+            finally:
+                if cuda:
+                    torch.cuda.set_sync_debug_mode("default")
+        if cuda:
+            torch.cuda.synchronize()
+    except Exception as exc:
+        return f"the call failed on fresh inputs after timing: {type(exc).__name__}: {exc}"
+    if any("synchronizing" in str(w.message) for w in caught):
+        warnings.append("host sync inside the call (a synchronizing CUDA operation such as .item()/.cpu()); "
+                        "the official span timer charges the stall")
+    refs = _to_device(fresh["outputs"], job.device)
+    for name, out, ref in zip(names_out, outputs, refs):
+        res = check_output(name, out, ref, job.tolerance)
+        if res.status is not None:
+            return (f"wrong outputs on fresh inputs after timing ({res.message}): memoized or stale results "
+                    "(keyed on input pointers or a fingerprint?)")
+    return None
