@@ -401,7 +401,7 @@ def _launch(algo, q, k, v, state, A_log, a, dt_bias, b, cu_seqlens, scale, outpu
             num_warps=cfg.get("prep_warps", 4), num_stages=1)
         algo = ALGO_CHUNK_WS
     grid = (D // BV, N * HV)
-    _gdn_prefill_kernel[grid](
+    return _gdn_prefill_kernel[grid](
         q, k, v, s_arg, A_log, a, dt_bias, b, cu_seqlens, output, new_state, ws, wp, scale,
         ALGO=algo, WS_P=ws_p, C=C, BV=BV, SB=SB, LOG2NB=log2nb, HAS_STATE=has_state,
         NHV=HV, NHK=HK, DK=D, INTERP=not on_gpu,
