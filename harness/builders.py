@@ -102,6 +102,9 @@ def _build_native(solution, root, pkg):
     import tvm_ffi
     import tvm_ffi.cpp
     ldflags = ["-lcuda", "-lcublas"] if cu or "cuda" in solution.spec.target_hardware else []
+    libdir = cuda_lib_dir()
+    if ldflags and libdir:
+        ldflags.insert(0, f"-L{libdir}")
     try:
         lib = tvm_ffi.cpp.build(name=pkg, cpp_files=cpp, cuda_files=cu, extra_include_paths=[str(src_dir)],
                                 extra_cuda_cflags=["-lineinfo"], extra_ldflags=ldflags,
@@ -112,6 +115,21 @@ def _build_native(solution, root, pkg):
     if not hasattr(module, symbol):
         raise BuildError(f"Entry point '{symbol}' not found in module")
     return getattr(module, symbol)
+
+
+def cuda_lib_dir():
+    """The CUDA toolkit's library folder (the one holding libcudart.so), as the official builder finds it."""
+    import glob
+    homes = [os.environ.get("CUDA_HOME"), os.environ.get("CUDA_PATH")]
+    nvcc = shutil.which("nvcc")
+    if nvcc:
+        homes.append(str(Path(os.path.realpath(nvcc)).parent.parent))
+    homes += sorted(glob.glob("/usr/local/cuda*"), reverse=True)
+    for home in filter(None, homes):
+        for sub in ("lib64", "lib", "targets/x86_64-linux/lib"):
+            if (Path(home) / sub / "libcudart.so").exists():
+                return str(Path(home) / sub)
+    return None
 
 
 def check_signature(fn, n_inputs, n_outputs, dps):

@@ -1,0 +1,50 @@
+"""Contest entries in CUDA: the tvm-ffi binding compiles with nvcc the way the official builder compiles it
+(CPU machine: compile and link against the CUDA runtime only, since no driver or cuBLAS is installed here);
+on a GPU both binding kinds build through the harness and run."""
+import json
+import os
+import shutil
+from pathlib import Path
+
+import pytest
+
+from harness.builders import cuda_lib_dir
+
+NATIVE = Path(__file__).resolve().parent / "native"
+
+
+@pytest.mark.skipif(shutil.which("nvcc") is None, reason="needs nvcc")
+def test_tvm_ffi_solution_compiles_with_nvcc(tmp_path, monkeypatch):
+    tvm_ffi_cpp = pytest.importorskip("tvm_ffi.cpp")
+    monkeypatch.setenv("TVM_FFI_CUDA_ARCH_LIST", os.environ.get("TVM_FFI_CUDA_ARCH_LIST", "9.0"))
+    libdir = cuda_lib_dir()
+    assert libdir, "nvcc is here but no CUDA runtime library folder was found"
+    lib = tvm_ffi_cpp.build(name="axpy_tvm_ffi", cuda_files=[str(NATIVE / "axpy_tvm_ffi.cu")],
+                            extra_include_paths=[str(NATIVE)], extra_cuda_cflags=["-lineinfo"],
+                            extra_ldflags=[f"-L{libdir}"], build_directory=str(tmp_path))
+    assert Path(lib).exists() and Path(lib).stat().st_size > 0
+
+
+def _native_solution(path, binding):
+    return {"name": f"axpy-{binding}", "definition": "toy_axpy", "author": "native", "description": None,
+            "spec": {"language": "cuda", "target_hardware": ["cuda"], "entry_point": f"{path.name}::run",
+                     "dependencies": [], "destination_passing_style": True, "binding": binding},
+            "sources": [{"path": path.name, "content": path.read_text()}]}
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("binding,source", [("tvm-ffi", "axpy_tvm_ffi.cu"), ("torch", "axpy_torch.cu")])
+def test_native_solutions_build_and_pass_on_gpu(tmp_path, binding, source):
+    from harness.dataset import Dataset
+    from harness.evaluate import EvalOptions, evaluate
+    from harness.runner import TimingConfig
+    from harness.solution import Solution
+    from tests.toy import make_toy_root
+
+    ds = Dataset(make_toy_root(tmp_path / "toy"))
+    d = ds.definition("toy_axpy")
+    sol = Solution.from_json(_native_solution(NATIVE / source, binding), source)
+    opts = EvalOptions(device="cuda", out_dir=tmp_path / "o", timing=TimingConfig(1, 5, 1), show_progress=False,
+                       timeout=600)
+    (r, *_) = evaluate(ds, d, ds.workloads(d)[:1], [sol], opts)
+    assert r.trace.evaluation.status.value == "PASSED", r.trace.evaluation.log[-3000:]
