@@ -50,6 +50,8 @@ def main(argv=None):
     ap.add_argument("--no-resume", action="store_true", help="re-evaluate pairs that already have traces")
     ap.add_argument("--workloads", default="all")
     ap.add_argument("--no-report", action="store_true")
+    ap.add_argument("--no-extras", action="store_true",
+                    help="only ours and the baseline (not our other solutions in the dataset, e.g. the ablation)")
     args = ap.parse_args(argv)
 
     import torch
@@ -94,9 +96,12 @@ def main(argv=None):
         if "flashinfer" in missing:
             sols = [s for s in sols if s.author != "baseline"]
             print("  flashinfer is missing: the baseline is skipped")
-        sols += [s for s in dataset.solutions(name) if s.author == OUR_AUTHOR and s.name not in {x.name for x in sols}]
+        if not args.no_extras:
+            sols += [s for s in dataset.solutions(name)
+                     if s.author == OUR_AUTHOR and s.name not in {x.name for x in sols}]
         workloads = select_workloads(dataset.workloads(definition), args.workloads)
         opts = EvalOptions(device="cuda", out_dir=out, resume=not args.no_resume, timer=args.timer,
+                           show_progress=sys.stderr.isatty(),
                            reference_timing=QUICK_REFERENCE if args.reference_timing == "quick" else None)
         print(f"{name}: {len(workloads)} workloads x {[s.name for s in sols]}")
         t1 = time.time()
