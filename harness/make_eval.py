@@ -75,6 +75,9 @@ def main(argv=None):
     except Exception as exc:
         print(f"error: {exc}")
         return 2
+    if not args.no_extras:
+        from harness.package import write_ablation
+        print(f"ablation solution regenerated from submission/: {write_ablation()}")
     dataset = Dataset()
     out = Path(args.out)
     print(f"make eval on {torch.cuda.get_device_name()} -> {out}/ (timer: {timer})")

@@ -73,6 +73,32 @@ def package(submission=REPO / "submission", out=REPO / "results" / "package", da
     return written
 
 
+ABLATION = {"definition": "gdn_prefill_qk4_v8_d128_k_last", "entry_point": "kernel.py::kernel_recurrent",
+            "name": "gdn-harness-prefill-recurrent",
+            "description": "Ablation of our prefill submission: the same launch path, gating, I/O and dispatch, "
+                           "with a token-by-token register-resident recurrence instead of the chunked "
+                           "tensor-core algorithm. Not part of the contest submission."}
+
+
+def ablation_solution(submission=REPO / "submission"):
+    """Our prefill folder with the recurrent entry point: the controlled chunked-vs-scalar experiment."""
+    sol = load_starter_kit(Path(submission) / ABLATION["definition"])
+    sol.name, sol.description = ABLATION["name"], ABLATION["description"]
+    sol.spec.entry_point = ABLATION["entry_point"]
+    return sol
+
+
+def ablation_path(dataset_root=REPO / "workloads"):
+    return Path(dataset_root) / "solutions" / "gdn-harness" / "gdn" / ABLATION["definition"] / f"{ABLATION['name']}.json"
+
+
+def write_ablation(dataset_root=REPO / "workloads"):
+    """(Re)write the ablation's solution JSON from the current submission sources."""
+    sol = ablation_solution()
+    write_json_atomic(ablation_path(dataset_root), sol.to_json())
+    return ablation_path(dataset_root)
+
+
 def main(argv=None):
     import argparse
     ap = argparse.ArgumentParser(prog="python -m harness.package", description=__doc__)
@@ -84,6 +110,7 @@ def main(argv=None):
     except DataError as exc:
         print(f"error: {exc}")
         return 2
+    print(f"{write_ablation()}: the prefill ablation (not part of the submission), regenerated")
     for path, sol, nested in written:
         print(f"{path}: {sol.name} ({sol.definition}), {len(sol.sources)} source file(s), entry {sol.spec.entry_point}")
         if nested:

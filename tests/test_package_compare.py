@@ -116,3 +116,11 @@ def test_report_refuses_mixed_timers(tmp_path, capsys):
             "--out", str(tmp_path / "m")]
     assert main(args) == 2 and "different timers" in capsys.readouterr().err
     assert main([*args, "--allow-mixed-timers"]) == 0
+
+
+def test_committed_ablation_matches_the_submission_source():
+    from harness.package import ABLATION, ablation_path, ablation_solution
+    committed = json.loads(ablation_path().read_text())
+    fresh = ablation_solution().to_json()
+    assert committed == fresh, "run `make package` to regenerate the ablation solution"
+    assert committed["spec"]["entry_point"] == ABLATION["entry_point"]
