@@ -57,6 +57,7 @@ def make_inputs(cu, seed=0, state_std=1.0):
 def run_and_check(fn, cu, scale=0.0, seed=0, state_std=1.0, out_atol=1e-4):
     inputs = make_inputs(cu, seed, state_std)
     before = [x.clone() for x in inputs]
+    env_before = {key: os.environ.get(key) for key in ("DISABLE_MMA_V3", "DISABLE_MMA_V5")}
     T, N = cu[-1], len(cu) - 1
     out = torch.full((T, 8, 128), float("nan"), dtype=torch.bfloat16, device=DEVICE)
     new_state = torch.full((N, 8, 128, 128), float("nan"), dtype=torch.float32, device=DEVICE)
@@ -66,6 +67,7 @@ def run_and_check(fn, cu, scale=0.0, seed=0, state_std=1.0, out_atol=1e-4):
         torch.cuda.synchronize()
     for x, y in zip(inputs, before):                      # inputs never written
         assert torch.equal(x, y)
+    assert {key: os.environ.get(key) for key in env_before} == env_before   # compile knobs restored
     assert torch.isfinite(out.float()).all(), "output not fully written"
     assert torch.isfinite(new_state).all(), "new_state not fully written"
 
@@ -109,12 +111,28 @@ def test_chunked_small_chunks(C):
     run_and_check(fn, [0, 17, 18, 40, 90], scale=None, seed=2)
 
 
-def test_chunked_two_launch_variant():
-    # the measured-only variant: Tm (fp32) and P (bf16) precomputed per (chunk, head) by a first
-    # launch; P's bf16 storage costs output precision (~2^-9 of the terms), not state precision
+def test_kernel_two_launch_path():
+    # T >= 256: the launch table takes the two-launch path (Tm and P of every (chunk, head)
+    # first, then the chain); P is kept in bf16 there, which costs output precision
+    # (~2^-9 of the terms), not state precision
+    assert pk._pick(260, 2).get("ws")
+    run_and_check(pk.kernel, [0, 100, 260], seed=6, out_atol=2e-3)
+
+
+def test_two_launch_wide_variant():
+    # the N >= 40 entry of the table (BV = 64), on a small case
     def fn(*args):
-        pk._launch(pk.ALGO_CHUNK, *args, cfg=dict(C=32, BV=64, SB=16, ws=True, ws_p=True))
+        pk._launch(pk.ALGO_CHUNK, *args, cfg=pk._TWO_LAUNCH_WIDE_CFG)
     run_and_check(fn, [0, 1, 33, 70, 100], seed=3, out_atol=2e-3)
+
+
+def test_launch_table():
+    assert not pk._pick(6, 1).get("ws") and pk._pick(255, 3)["C"] == 32
+    assert pk._pick(256, 1) is pk._TWO_LAUNCH_CFG and pk._pick(8192, 39) is pk._TWO_LAUNCH_CFG
+    assert pk._pick(8192, 40) is pk._TWO_LAUNCH_WIDE_CFG
+    for T, N in [(6, 1), (300, 3), (8192, 57)]:
+        cfg = pk._pick(T, N)
+        assert pk.D % cfg["BV"] == 0 and cfg["C"] % cfg["SB"] == 0
 
 
 @pytest.mark.parametrize("cu", [[0, 3, 20], [0, 17, 18, 40, 70]],

@@ -20,26 +20,34 @@ never divided by; every ratio is exp(G_r - G_s) <= 1):
     R   = beta * (V - gamma * (K H))                        [C, BV]
     X   = Tm R                  (= U - W H of the WY form, without materialising W)
     O   = scale * (gamma * (Q H) + ((Q K^T) o M) X)           M[r,s] = exp(G_r - G_s), s <= r
-    H  <- exp(G_C) H + (exp(G_C - G) * K)^T X
+    H  <- exp(G_C) H + K^T (exp(G_C - G) * X)
 
-Every contraction is a tl.dot (tensor cores: bf16 operands where the operands are bf16
-inputs, tf32 where they are fp32 intermediates; fp32 accumulation). Gates and beta are
+Every contraction is a tl.dot on tensor cores with fp32 accumulation: K K^T and Q K^T on the
+bf16 inputs; the state contractions K H, Q H, K^T X as two bf16 dots each (the fp32 operand
+split into bf16 hi + lo, ~16 mantissa bits, so state errors stay ~1e-3 and do not grow with
+length); Tm and its merges and Tm R in tf32; P X (output only) in bf16. The dots are lowered to
+mma.sync (see _MMA_ENV: Triton 3.6's wgmma lowering of this loop was measured wrong). Gates are
 computed in the kernel; varlen via cu_seqlens read in the kernel; the partial last chunk of a
 sequence is masked (masked rows get k = q = v = 0, beta = 0, log-gate = 0, so they are inert).
 
 ALGO (constexpr) selects only the inner per-chunk algorithm; grid, dispatch, gating, state
 I/O and output stores are shared:
-    ALGO_CHUNK     chunked WY/UT form above, Tm computed in the CTA (one launch: `kernel`)
-    ALGO_RECURRENT token-by-token register-resident recurrence, no tensor cores (ablation:
+    ALGO_CHUNK     chunked WY/UT form above, Tm and P computed in the CTA (one launch)
+    ALGO_CHUNK_WS  the same chunk step reading Tm and P from a workspace that a first launch
+                   (_gdn_prep_kernel, one CTA per (chunk, head), all chunks in parallel) wrote:
+                   the serial per-sequence chain then only does the H-dependent dots
+    ALGO_RECURRENT token-by-token register-resident recurrence, no tensor cores (the ablation:
                    `kernel_recurrent`)
-    ALGO_CHUNK_WS  the chunked form reading Tm from a workspace written by _gdn_prep_kernel
-                   (a two-launch variant kept for measurement; see _LAUNCH_TABLE)
+`kernel` picks ALGO_CHUNK (one launch) or ALGO_CHUNK_WS (two launches) from the launch table
+below (measured on an H200: two launches win from ~256 tokens on); `kernel_recurrent` runs the
+ablation through the same launcher.
 
 Under TRITON_INTERPRET=1 (tensors on the CPU) all dots run on fp32 operands ("ieee"), because
 the interpreter's bf16 tl.dot is wrong; on the GPU the operand precisions are the PREC_*
 constexprs below.
 """
 import math
+import os
 
 import torch
 import triton
@@ -107,8 +115,19 @@ def _chunk_gates(a_ptr, b_ptr, tok, valid, h, alog, dtb, NHV: tl.constexpr):
 
 
 @triton.jit
+def _cumsum(x, C: tl.constexpr, SCAN: tl.constexpr):
+    """Inclusive prefix sum of a [C] vector: tl.cumsum (SCAN=0) or a masked row sum (SCAN=1)."""
+    if SCAN == 0:
+        out = tl.cumsum(x, axis=0)
+    else:
+        r = tl.arange(0, C)
+        out = tl.sum(tl.where(r[None, :] <= r[:, None], x[None, :], 0.0), axis=1)
+    return out
+
+
+@triton.jit
 def _chunk_tm(k, G, beta, C: tl.constexpr, SB: tl.constexpr, LOG2NB: tl.constexpr,
-              PREC_QK: tl.constexpr, PREC_T: tl.constexpr):
+              PREC_QK: tl.constexpr, PREC_T: tl.constexpr, FS: tl.constexpr):
     """Tm = (I + A)^-1, A[r,s] = beta_r exp(G_r - G_s) (k_r . k_s) for s < r (fp32 [C, C])."""
     NB: tl.constexpr = C // SB
     r = tl.arange(0, C)
@@ -117,22 +136,33 @@ def _chunk_tm(k, G, beta, C: tl.constexpr, SB: tl.constexpr, LOG2NB: tl.constexp
     dG = tl.where(lower, G[:, None] - G[None, :], 0.0)
     A = tl.where(lower, beta[:, None] * tl.exp(dG) * kk, 0.0)
 
-    # diagonal SB x SB blocks, all NB at once, by right-looking elimination on [I + Dg | I]:
-    # at step j row j of Ti is final and is subtracted, scaled by column j of Dg, from the
-    # rows below it (Dg is strictly lower, so rows <= j are untouched). Both extractions
-    # reduce along the axis they are broadcast back on: no layout shuffles inside the loop.
-    A4 = tl.reshape(A, (NB, SB, NB, SB))
-    bi = tl.arange(0, NB)[:, None, None, None]
-    bj = tl.arange(0, NB)[None, None, :, None]
-    Dg = tl.sum(tl.where(bi == bj, A4, 0.0), axis=2)                 # [NB, SB, SB]
-    ii = tl.arange(0, SB)[None, :, None]
-    jj = tl.arange(0, SB)[None, None, :]
-    Ti = tl.where(ii == jj, 1.0, 0.0) + tl.zeros((NB, SB, SB), dtype=tl.float32)
-    for j in tl.static_range(0, SB - 1):
-        col = tl.sum(tl.where(jj == j, Dg, 0.0), axis=2)             # Dg[:, :, j]  [NB, SB]
-        row = tl.sum(tl.where(ii == j, Ti, 0.0), axis=1)             # Ti[:, j, :]  [NB, SB]
-        Ti = Ti - col[:, :, None] * row[:, None, :]
-    Tm = tl.reshape(tl.where(bi == bj, Ti[:, :, None, :], 0.0), (C, C))
+    # Diagonal SB x SB blocks, all NB at once, by right-looking elimination on [I + Dg | I]:
+    # at step j row j of each block of Ti is final and is subtracted, scaled by column j of
+    # the block of A, from the rows below it (A is strictly lower: rows <= j are untouched).
+    if FS == 0:
+        # blocks gathered into [NB, SB, SB]: both extractions reduce along the axis they are
+        # broadcast back on, so the loop has no layout shuffles
+        A4 = tl.reshape(A, (NB, SB, NB, SB))
+        bi = tl.arange(0, NB)[:, None, None, None]
+        bj = tl.arange(0, NB)[None, None, :, None]
+        Dg = tl.sum(tl.where(bi == bj, A4, 0.0), axis=2)             # [NB, SB, SB]
+        ii = tl.arange(0, SB)[None, :, None]
+        jj = tl.arange(0, SB)[None, None, :]
+        Ti = tl.where(ii == jj, 1.0, 0.0) + tl.zeros((NB, SB, SB), dtype=tl.float32)
+        for j in tl.static_range(0, SB - 1):
+            col = tl.sum(tl.where(jj == j, Dg, 0.0), axis=2)         # Dg[:, :, j]  [NB, SB]
+            row = tl.sum(tl.where(ii == j, Ti, 0.0), axis=1)         # Ti[:, j, :]  [NB, SB]
+            Ti = Ti - col[:, :, None] * row[:, None, :]
+        Tm = tl.reshape(tl.where(bi == bj, Ti[:, :, None, :], 0.0), (C, C))
+    else:
+        # the same on the dense [C, C] tile with block-diagonal masks (no reshapes)
+        bd = (r[:, None] // SB) == (r[None, :] // SB)
+        Ab = tl.where(bd, A, 0.0)
+        Tm = tl.where(r[:, None] == r[None, :], 1.0, 0.0)
+        for j in tl.static_range(0, SB - 1):
+            col = tl.sum(tl.where((r[None, :] % SB) == j, Ab, 0.0), axis=1)  # A[r, blk(r)+j]
+            row = tl.sum(tl.where((r[:, None] % SB) == j, Tm, 0.0), axis=0)  # Tm[blk(c)+j, c]
+            Tm = Tm - tl.where(bd, col[:, None] * row[None, :], 0.0)
 
     # doubling merges: with D_s = blockdiag of s-blocks and E_s the A-entries of the
     # lower-left s-block inside each 2s-block, (D_s + E_s)^-1 = Tm_s - Tm_s E_s Tm_s.
@@ -214,8 +244,9 @@ def _recurrent_token(H, t, h, hq, v0, q_ptr, k_ptr, v_ptr, a_ptr, b_ptr, o_ptr, 
 @triton.jit
 def _step(H, c0, bos, eos, n, h, hq, v0, q_ptr, k_ptr, v_ptr, a_ptr, b_ptr, o_ptr, ws_ptr,
           wp_ptr, alog, dtb, scale, WS_P: tl.constexpr, ALGO: tl.constexpr, C: tl.constexpr,
-          BV: tl.constexpr, SB: tl.constexpr, LOG2NB: tl.constexpr, PREC_QK: tl.constexpr,
-          PREC_T: tl.constexpr, PREC_S: tl.constexpr, PREC_O: tl.constexpr, NHV: tl.constexpr,
+          BV: tl.constexpr, SB: tl.constexpr, LOG2NB: tl.constexpr, FS: tl.constexpr,
+          SCAN: tl.constexpr, PREC_QK: tl.constexpr, PREC_T: tl.constexpr,
+          PREC_S: tl.constexpr, PREC_O: tl.constexpr, NHV: tl.constexpr,
           NHK: tl.constexpr, DK: tl.constexpr, INTERP: tl.constexpr):
     """One chunk of C tokens [c0, min(c0 + C, eos)): the only place where the ALGOs differ."""
     if ALGO == 1:
@@ -233,9 +264,9 @@ def _step(H, c0, bos, eos, n, h, hq, v0, q_ptr, k_ptr, v_ptr, a_ptr, b_ptr, o_pt
         vo_off = tok[:, None] * (NHV * DK) + h * DK + v0 + vx[None, :]
         v = tl.load(v_ptr + vo_off, mask=valid[:, None], other=0.0).to(tl.float32)
         lg, beta = _chunk_gates(a_ptr, b_ptr, tok, valid, h, alog, dtb, NHV)
-        G = tl.cumsum(lg, axis=0)
+        G = _cumsum(lg, C, SCAN)
         if ALGO == 0:
-            Tm = _chunk_tm(k, G, beta, C, SB, LOG2NB, PREC_QK, PREC_T)
+            Tm = _chunk_tm(k, G, beta, C, SB, LOG2NB, PREC_QK, PREC_T, FS)
             P = _chunk_p(q, k, G, C, PREC_QK)
         else:
             w_off = ((bos // C + n + (c0 - bos) // C) * NHV + h) * (C * C) \
@@ -258,7 +289,7 @@ def _gdn_prefill_kernel(
     q_ptr, k_ptr, v_ptr, s_ptr, alog_ptr, a_ptr, dtb_ptr, b_ptr, cu_ptr, o_ptr, ns_ptr, ws_ptr,
     wp_ptr, scale,
     ALGO: tl.constexpr, WS_P: tl.constexpr, C: tl.constexpr, BV: tl.constexpr, SB: tl.constexpr,
-    LOG2NB: tl.constexpr, HAS_STATE: tl.constexpr,
+    LOG2NB: tl.constexpr, FS: tl.constexpr, SCAN: tl.constexpr, HAS_STATE: tl.constexpr,
     PREC_QK: tl.constexpr, PREC_T: tl.constexpr, PREC_S: tl.constexpr, PREC_O: tl.constexpr,
     NHV: tl.constexpr, NHK: tl.constexpr, DK: tl.constexpr, INTERP: tl.constexpr,
 ):
@@ -288,21 +319,22 @@ def _gdn_prefill_kernel(
         c0 = bos
         while c0 < eos:
             H = _step(H, c0, bos, eos, n, h, hq, v0, q_ptr, k_ptr, v_ptr, a_ptr, b_ptr, o_ptr,
-                      ws_ptr, wp_ptr, alog, dtb, scale, WS_P, ALGO, C, BV, SB, LOG2NB,
-                      PREC_QK, PREC_T, PREC_S, PREC_O, NHV, NHK, DK, INTERP)
+                      ws_ptr, wp_ptr, alog, dtb, scale, WS_P, ALGO, C, BV, SB, LOG2NB, FS,
+                      SCAN, PREC_QK, PREC_T, PREC_S, PREC_O, NHV, NHK, DK, INTERP)
             c0 += C
     else:
         for c0 in range(bos, eos, C):
             H = _step(H, c0, bos, eos, n, h, hq, v0, q_ptr, k_ptr, v_ptr, a_ptr, b_ptr, o_ptr,
-                      ws_ptr, wp_ptr, alog, dtb, scale, WS_P, ALGO, C, BV, SB, LOG2NB,
-                      PREC_QK, PREC_T, PREC_S, PREC_O, NHV, NHK, DK, INTERP)
+                      ws_ptr, wp_ptr, alog, dtb, scale, WS_P, ALGO, C, BV, SB, LOG2NB, FS,
+                      SCAN, PREC_QK, PREC_T, PREC_S, PREC_O, NHV, NHK, DK, INTERP)
     tl.store(ns_ptr + s_off, H)
 
 
 @triton.jit
 def _gdn_prep_kernel(
     q_ptr, k_ptr, alog_ptr, a_ptr, dtb_ptr, b_ptr, cu_ptr, ws_ptr, wp_ptr, N,
-    WS_P: tl.constexpr, C: tl.constexpr, SB: tl.constexpr, LOG2NB: tl.constexpr, NP2: tl.constexpr,
+    WS_P: tl.constexpr, C: tl.constexpr, SB: tl.constexpr, LOG2NB: tl.constexpr,
+    FS: tl.constexpr, SCAN: tl.constexpr, NP2: tl.constexpr,
     PREC_QK: tl.constexpr, PREC_T: tl.constexpr,
     NHV: tl.constexpr, NHK: tl.constexpr, DK: tl.constexpr,
 ):
@@ -331,8 +363,8 @@ def _gdn_prep_kernel(
         qk_off = tok[:, None] * (NHK * DK) + hq * DK + kx[None, :]
         k = tl.load(k_ptr + qk_off, mask=valid[:, None], other=0.0)
         lg, beta = _chunk_gates(a_ptr, b_ptr, tok, valid, h, alog, dtb, NHV)
-        G = tl.cumsum(lg, axis=0)
-        Tm = _chunk_tm(k, G, beta, C, SB, LOG2NB, PREC_QK, PREC_T)
+        G = _cumsum(lg, C, SCAN)
+        Tm = _chunk_tm(k, G, beta, C, SB, LOG2NB, PREC_QK, PREC_T, FS)
         w_off = (slot * NHV + h) * (C * C) + r[:, None] * C + r[None, :]
         tl.store(ws_ptr + w_off, Tm)
         if WS_P:
@@ -344,15 +376,40 @@ def _gdn_prep_kernel(
 # --------------------------------------------------------------------------------------------
 # host side
 # --------------------------------------------------------------------------------------------
-# Launch table, keyed on host-known quantities only (T = total tokens, N = sequences).
-# Tuned on an H200 (132 SMs). A B200 (148 SMs, sm_100a) may prefer other V splits / warps:
-# UNMEASURED there; every entry is correct on any GPU (no arch-specific code path).
-# (max_T, max_N, config) rows are scanned in order; the first match wins.
-_DEFAULT_CFG = dict(C=64, BV=32, SB=16, num_warps=4, num_stages=2, ws=False)
+# Launch table, keyed on host-known quantities only (T = total tokens, N = sequences); rows
+# (max_T, max_N, config) are scanned in order, the first match wins. Every config below was run
+# on an H200 (132 SMs) against a float64 reference (official rule, 0 failing elements; output
+# max abs err ~1e-3, state ~1e-3 up to T = 8192, N = 57 and a 5258-token sequence) and timed on
+# all 100 workload shapes (stand-in cu_seqlens, cold L2, GPU time of the call, median of 5):
+#   T <  256: one launch, C=32, BV=32     (fastest below ~256 tokens: ~11 us for one chunk,
+#             +~6.5 us per further 32-token chunk of the longest sequence)
+#   T >= 256: two launches (ws): Tm and P of every (chunk, head) in parallel first, then the
+#             serial per-sequence chain; BV=16 (N < 40) or BV=64 (N >= 40, many CTAs already)
+#   one-launch C=32/BV=32 on everything: 133.9 us mean; this table: ~84 us mean (GPU time,
+#   +~10 us assumed host gap before the second launch for short calls), T=8192: 245-300 us.
+# B200 (148 SMs, sm_100a): UNMEASURED. The thresholds (256 tokens, N = 40) and the V splits
+# come from H200 timings only; every entry is correct on any GPU (same code, mma.sync path).
+_ONE_LAUNCH_CFG = dict(C=32, BV=32, SB=16, num_warps=4, num_stages=2)
+_TWO_LAUNCH_CFG = dict(C=64, BV=16, SB=16, num_warps=4, num_stages=2, ws=True, ws_p=True)
+_TWO_LAUNCH_WIDE_CFG = dict(C=64, BV=64, SB=16, num_warps=4, num_stages=2, ws=True, ws_p=True)
 _LAUNCH_TABLE = [
-    (None, None, _DEFAULT_CFG),
+    (255, None, _ONE_LAUNCH_CFG),
+    (None, 39, _TWO_LAUNCH_CFG),
+    (None, None, _TWO_LAUNCH_WIDE_CFG),
 ]
-_RECURRENT_CFG = dict(C=64, BV=32, num_warps=4, num_stages=1)
+_DEFAULT_CFG = _TWO_LAUNCH_WIDE_CFG
+# the ablation's own best launch config (same kernel, grid formula and dispatch; H200 sweep of
+# BV in {16, 32} x warps in {1, 2, 4}: BV=16 with one warp per CTA was fastest)
+_RECURRENT_CFG = dict(C=64, BV=16, num_warps=1, num_stages=1)
+
+# Triton 3.6 miscompiles the one-launch chunk loop when its dots are lowered to Hopper wgmma
+# (MMAv3): measured on the H200, wrong outputs (state errors ~2) or an out-of-range shared
+# memory access, while the same source lowered to mma.sync was exact to ~1e-3. The two-launch
+# variant with wgmma passed. So every compile of these kernels runs with MMAv3/MMAv5 disabled
+# (the env knobs are read at compile time and are part of Triton's cache key); they are set only
+# around our own launches and restored afterwards. mma.sync exists on sm_80..sm_100, so the
+# same (validated) lowering is used on a B200 too.
+_MMA_ENV = {"DISABLE_MMA_V3": "1", "DISABLE_MMA_V5": "1"}
 
 
 def _pick(T, N):
@@ -375,6 +432,8 @@ def _launch(algo, q, k, v, state, A_log, a, dt_bias, b, cu_seqlens, scale, outpu
     BV = cfg["BV"]
     SB = min(cfg.get("SB", 16), C)
     log2nb = (C // SB).bit_length() - 1
+    fs = cfg.get("fs", 0)
+    scan = cfg.get("scan", 0)
     on_gpu = q.is_cuda
     if on_gpu:
         p = dict(PREC_QK=P_BF16, PREC_T=P_TF32, PREC_S=P_BF16X2, PREC_O=P_BF16)
@@ -393,19 +452,35 @@ def _launch(algo, q, k, v, state, A_log, a, dt_bias, b, cu_seqlens, scale, outpu
         ws = torch.empty((nslot * HV * C * C,), dtype=torch.float32, device=q.device)
         if ws_p:
             wp = torch.empty((nslot * HV * C * C,), dtype=torch.bfloat16, device=q.device)
-        np2 = max(2, triton.next_power_of_2(N))
-        _gdn_prep_kernel[(nslot, HV)](
-            q, k, A_log, a, dt_bias, b, cu_seqlens, ws, wp, N, WS_P=ws_p,
-            C=C, SB=SB, LOG2NB=log2nb, NP2=np2, PREC_QK=p["PREC_QK"], PREC_T=p["PREC_T"],
-            NHV=HV, NHK=HK, DK=D,
-            num_warps=cfg.get("prep_warps", 4), num_stages=1)
-        algo = ALGO_CHUNK_WS
-    grid = (D // BV, N * HV)
-    return _gdn_prefill_kernel[grid](
-        q, k, v, s_arg, A_log, a, dt_bias, b, cu_seqlens, output, new_state, ws, wp, scale,
-        ALGO=algo, WS_P=ws_p, C=C, BV=BV, SB=SB, LOG2NB=log2nb, HAS_STATE=has_state,
-        NHV=HV, NHK=HK, DK=D, INTERP=not on_gpu,
-        num_warps=cfg.get("num_warps", 4), num_stages=cfg.get("num_stages", 2), **p)
+    saved = {}
+    if on_gpu:
+        for key, val in _MMA_ENV.items():
+            saved[key] = os.environ.get(key)
+            os.environ[key] = val
+    try:
+        if use_ws:
+            np2 = max(2, triton.next_power_of_2(N))
+            _gdn_prep_kernel[(nslot, HV)](
+                q, k, A_log, a, dt_bias, b, cu_seqlens, ws, wp, N, WS_P=ws_p,
+                C=C, SB=SB, LOG2NB=log2nb, FS=fs, SCAN=scan, NP2=np2,
+                PREC_QK=p["PREC_QK"], PREC_T=p["PREC_T"],
+                NHV=HV, NHK=HK, DK=D,
+                num_warps=cfg.get("prep_warps", 4), num_stages=1)
+            algo = ALGO_CHUNK_WS
+        grid = (D // BV, N * HV)
+        handle = _gdn_prefill_kernel[grid](
+            q, k, v, s_arg, A_log, a, dt_bias, b, cu_seqlens, output, new_state, ws, wp, scale,
+            ALGO=algo, WS_P=ws_p, C=C, BV=BV, SB=SB, LOG2NB=log2nb, FS=fs, SCAN=scan,
+            HAS_STATE=has_state,
+            NHV=HV, NHK=HK, DK=D, INTERP=not on_gpu,
+            num_warps=cfg.get("num_warps", 4), num_stages=cfg.get("num_stages", 2), **p)
+    finally:
+        for key, val in saved.items():
+            if val is None:
+                os.environ.pop(key, None)
+            else:
+                os.environ[key] = val
+    return handle
 
 
 def _c(x):
