@@ -53,6 +53,7 @@ class EvalOptions:
     synthesize: bool = True
     show_progress: bool = True
     strict: bool = False
+    prestart: int | None = None                 # idle children kept ready (None: 4 on CUDA, 1 on CPU)
 
 
 @dataclass
@@ -209,7 +210,7 @@ def evaluate(dataset, definition, workloads, solutions, opts):
     timing = opts.timing or official_timing(definition.name)
     ref_cfg = opts.reference_timing or timing
     ref_timing_label = f"{ref_cfg.warmup}/{ref_cfg.iters}/{ref_cfg.trials}" if opts.profile_baseline else "not timed"
-    with Runner(opts.isolation, opts.device, opts.timeout) as runner, \
+    with Runner(opts.isolation, opts.device, opts.timeout, opts.prestart) as runner, \
             tempfile.TemporaryDirectory(prefix="gdn-payload-") as payload_dir:
         for workload in workloads:
             todo = [s for s in solutions if (s.name, workload.uuid) not in done]

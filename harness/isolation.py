@@ -3,8 +3,9 @@ wall-clock timeout covering build and everything after it.
 
 A crash of the child (segfault, CUDA illegal access, os._exit) becomes RUNTIME_ERROR with the
 child's log; a child still running at the deadline is killed and becomes TIMEOUT. To hide process
-start-up (importing torch, creating a CUDA context), one spare child is started ahead of time and
-waits, idle, for its job; each child still serves exactly one job.
+start-up (importing torch and FlashInfer, creating a CUDA context: ~9 s on the H200 host, longer than
+most pairs take), `prestart` spare children are started ahead of time and wait, idle, for their job;
+each child still serves exactly one job.
 
 Modes: "process" (the official isolated runner), "worker" (one persistent child for all jobs,
 restarted after a crash: quick local iteration), "none" (in this process: debugging only)."""
@@ -104,13 +105,16 @@ def truncate_log(data, limit=LOG_LIMIT):
 class Runner:
     """Runs Job objects; returns (outcome dict, log text)."""
 
-    def __init__(self, mode="process", device="cpu", timeout=300.0):
+    def __init__(self, mode="process", device="cpu", timeout=300.0, prestart=None):
         if mode not in ("process", "worker", "none"):
             raise ValueError(f"unknown isolation mode {mode!r}")
         self.mode, self.device, self.timeout = mode, device, timeout
+        # CUDA children take seconds to start; a CPU host running tests has few cores to spare
+        self.prestart = prestart if prestart is not None else (4 if device.startswith("cuda") else 1)
         self.ctx = mp.get_context("spawn")
         self.log_dir = tempfile.mkdtemp(prefix="gdn-harness-logs-")
-        self.spare = None
+        self.spares = []        # process mode: idle children, oldest first
+        self.spare = None       # worker mode: the persistent child
 
     def _new_child(self):
         return _Child(self.ctx, self.device, self.mode == "process", self.log_dir)
@@ -119,10 +123,16 @@ class Runner:
         if self.mode == "none":
             from harness.runner import run_job
             return run_job(job).to_dict(), ""
-        child = self.spare if self.spare is not None and self.spare.proc.is_alive() else self._new_child()
-        self.spare = None
         if self.mode == "process":
-            self.spare = self._new_child()  # starts up while this job runs
+            for dead in [c for c in self.spares if not c.proc.is_alive()]:
+                dead.close()
+                self.spares.remove(dead)
+            child = self.spares.pop(0) if self.spares else self._new_child()
+            while len(self.spares) < self.prestart:  # they start up while this job runs
+                self.spares.append(self._new_child())
+        else:
+            child = self.spare if self.spare is not None and self.spare.proc.is_alive() else self._new_child()
+            self.spare = None
         start = time.monotonic()
         try:
             child.conn.send(job)
@@ -163,14 +173,14 @@ class Runner:
         return result, log
 
     def close(self):
-        for c in (self.spare,):
+        for c in [*self.spares, self.spare]:
             if c is not None:
                 try:
                     c.conn.send(None)
                 except (BrokenPipeError, OSError):
                     pass
                 c.close()
-        self.spare = None
+        self.spares, self.spare = [], None
         try:
             for p in Path(self.log_dir).iterdir():
                 p.unlink()

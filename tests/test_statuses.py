@@ -107,3 +107,19 @@ def test_tolerance_override_turns_a_failure_into_a_pass(tmp_path):
                        tolerance=Tolerance(atol=0.6, rtol=0.0), isolation="worker")
     (res,) = evaluate(ds, definition, w, [sol], opts)
     assert res.trace.evaluation.status.value == "PASSED"
+
+
+def test_pool_of_prestarted_children_loses_nothing(tmp_path):
+    import multiprocessing
+
+    root = make_toy_root(tmp_path / "toy")
+    ds = Dataset(root)
+    definition = ds.definition("toy_axpy")
+    sols = [Solution.from_json(toy_solution(n, CASES[n][0], **CASES[n][2]), n)
+            for n in ("good", "exits_hard", "wrong_values", "value_returning")]
+    opts = EvalOptions(device="cpu", out_dir=tmp_path / "o", timeout=20, timing=TimingConfig(0, 1, 1),
+                       show_progress=False, prestart=3)
+    results = evaluate(ds, definition, ds.workloads(definition), sols, opts)
+    assert [r.trace.evaluation.status.value for r in results] == \
+        ["PASSED", "RUNTIME_ERROR", "INCORRECT_NUMERICAL", "PASSED"] * 3
+    assert not multiprocessing.active_children()  # every spare is shut down
