@@ -148,11 +148,11 @@ def cmd_report(args):
     df = load_rows(args.runs, definitions)
     if df.empty:
         raise DataError(", ".join(args.runs), "holds no traces for these definitions")
-    timers = sorted(set(df.timer))
+    timers = sorted(set(df.timer[df.latency_us.notna()]))  # failed pairs were not timed
     if len(timers) > 1 and not args.allow_mixed_timers:
         raise DataError("report", f"these runs used different timers {timers}; their figures are not comparable",
                         "pass --allow-mixed-timers to merge them anyway (each row keeps its timer)")
-    out, summary, track, _ = write_report(args.out, definitions, sources=args.runs)
+    out, summary, track, _ = write_report(args.out, definitions, sources=args.runs, dataset=dataset)
     print(summary.to_string(index=False))
     print(f"report: {out}/report.md")
     return 0

@@ -1,5 +1,6 @@
 """Provenance of a run: hardware, library versions, harness commit, timer, inputs."""
 import functools
+import os
 import platform
 import subprocess
 from pathlib import Path
@@ -11,6 +12,9 @@ REPO = Path(__file__).resolve().parent.parent
 
 @functools.cache
 def harness_commit():
+    """The git commit of the harness; GDN_HARNESS_COMMIT names it where the tree has no .git (a copy)."""
+    if os.environ.get("GDN_HARNESS_COMMIT"):
+        return os.environ["GDN_HARNESS_COMMIT"]
     try:
         out = subprocess.run(["git", "-C", str(REPO), "rev-parse", "--short=12", "HEAD"], capture_output=True,
                              text=True, timeout=10)

@@ -117,7 +117,7 @@ def main(argv=None):
                   f"{r.trace.evaluation.log[-300:]}")
     print(f"evaluation took {time.time() - t0:.0f} s")
     if not args.no_report:
-        report_dir, summary, track, _ = write_report(out, definitions)
+        report_dir, summary, track, _ = write_report(out, definitions, dataset=dataset)
         print(summary[["definition", "solution", "passed", "workloads", "mean_speedup_vs_reference",
                        "mean_speedup_vs_baseline", "win_rate_vs_baseline", "mean_latency_us",
                        "mean_event_us"]].to_string(index=False))
