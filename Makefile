@@ -1,14 +1,13 @@
 # Front door. `make test` (CPU, what CI runs) and `make eval` (GPU) are the two commands users need.
 PY ?= $(if $(wildcard .venv/bin/python),.venv/bin/python,python3)
-GPU_SLUG ?= $(shell $(PY) -c "import torch; print(torch.cuda.get_device_name().split()[-1].lower() if torch.cuda.is_available() else 'cpu')" 2>/dev/null)
-OUT ?= results/$(GPU_SLUG)
 
-.PHONY: help venv test test-gpu eval package compare clean-cache
+.PHONY: help venv test test-gpu eval package clean-cache
 
 help:
 	@echo "make test      CPU test suite (installs what it needs into .venv)"
 	@echo "make test-gpu  GPU-marked tests (on a CUDA host)"
-	@echo "make eval      full evaluation on a GPU: ours + FlashInfer baseline + reference -> $(OUT)/"
+	@echo "make eval      full evaluation on a GPU: ours + FlashInfer baseline + reference -> results/<gpu>/"
+	@echo "make package   submission/ -> results/package/<definition>/solution.json"
 
 .venv/.installed: pyproject.toml
 	python3 -m venv .venv
@@ -25,8 +24,11 @@ test: .venv/.installed
 test-gpu:
 	python3 -m pytest -m gpu -q
 
+# A GPU host usually has torch already (the H200 image does, with no package index): use it as it is.
+# Elsewhere build the venv first; make_eval then installs the GPU packages it lacks, or names them.
 eval:
-	$(PY) -m harness.make_eval --out $(OUT)
+	@if python3 -c "import torch" 2>/dev/null; then py=python3; else $(MAKE) venv && py=.venv/bin/python; fi; \
+	$$py -m harness.make_eval $(if $(OUT),--out $(OUT))
 
 clean-cache:
 	rm -rf .cache workloads/blob

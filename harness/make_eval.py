@@ -22,6 +22,11 @@ OUR_AUTHOR = "gdn-harness"
 QUICK_REFERENCE = TimingConfig(warmup=0, iters=1, trials=1)
 
 
+def gpu_slug(name):
+    """'NVIDIA H200' -> 'h200', 'NVIDIA B200' -> 'b200'."""
+    return name.replace("NVIDIA", "").strip().split()[0].lower() if name.strip() else "gpu"
+
+
 def ensure_packages():
     missing = [m for m in GPU_PACKAGES if importlib.util.find_spec(m) is None]
     if not missing:
@@ -43,7 +48,7 @@ def ensure_packages():
 
 def main(argv=None):
     ap = argparse.ArgumentParser(prog="python -m harness.make_eval", description=__doc__)
-    ap.add_argument("--out", required=True, help="results folder, e.g. results/h200")
+    ap.add_argument("--out", help="results folder (default: results/<gpu>, e.g. results/h200)")
     ap.add_argument("--definitions", default=",".join(DEFINITIONS), help="comma-separated definition names")
     ap.add_argument("--timer", choices=["auto", "events"], default="auto")
     ap.add_argument("--reference-timing", choices=["quick", "official"], default="quick")
@@ -79,7 +84,7 @@ def main(argv=None):
         from harness.package import write_ablation
         print(f"ablation solution regenerated from submission/: {write_ablation()}")
     dataset = Dataset()
-    out = Path(args.out)
+    out = Path(args.out or Path(__file__).resolve().parent.parent / "results" / gpu_slug(torch.cuda.get_device_name()))
     print(f"make eval on {torch.cuda.get_device_name()} -> {out}/ (timer: {timer})")
     for d in DEVIATIONS:
         print(f"  deliberate difference: {d}")
