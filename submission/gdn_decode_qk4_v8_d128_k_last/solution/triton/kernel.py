@@ -168,21 +168,12 @@ def launch(q, k, v, state, A_log, a, dt_bias, b, scale, output, new_state,
     B = q.shape[0]
     nvb = V_DIM // (BV * NCHUNK)
     grid = (nvb, B * HV) if VB_FAST else (B * HV, nvb)
-    has_state = state is not None
-    _gdn_decode_kernel[grid](
-        q, k, v, state if has_state else new_state, A_log, a, dt_bias, b, output, new_state,
-        _resolve_scale(scale),
-        NUM_HV=HV, GROUP=HV // HK, K=K_DIM, V=V_DIM, BV=BV, NCHUNK=NCHUNK,
-        HAS_STATE=has_state, LOAD_EVICT=load_evict, STORE_CACHE=store_cache, VB_FAST=VB_FAST,
-        num_warps=num_warps, num_stages=num_stages,
-    )
+    _run(grid, BV, NCHUNK, num_warps, num_stages, load_evict, store_cache, VB_FAST,
+         q, k, v, state, A_log, a, dt_bias, b, scale, output, new_state)
 
 
-def kernel(q, k, v, state, A_log, a, dt_bias, b, scale, output, new_state):
-    """Official entry point (DPS). One kernel launch; no allocation, no sync, nothing else.
-
-    Expects the definition's contiguous tensors (the harness allocates them so)."""
-    grid, bv, nchunk, warps, stages, ev, sc, vbf = _config_for(q.shape[0])
+def _run(grid, bv, nchunk, warps, stages, ev, sc, vbf, q, k, v, state, A_log, a, dt_bias, b, scale, output,
+         new_state):
     has_state = state is not None
     _gdn_decode_kernel[grid](
         q, k, v, state if has_state else new_state, A_log, a, dt_bias, b, output, new_state,
@@ -191,3 +182,10 @@ def kernel(q, k, v, state, A_log, a, dt_bias, b, scale, output, new_state):
         HAS_STATE=has_state, LOAD_EVICT=ev, STORE_CACHE=sc, VB_FAST=vbf,
         num_warps=warps, num_stages=stages,
     )
+
+
+def kernel(q, k, v, state, A_log, a, dt_bias, b, scale, output, new_state):
+    """Official entry point (DPS). One kernel launch; no allocation, no sync, nothing else.
+
+    Expects the definition's contiguous tensors (the harness allocates them so)."""
+    _run(*_config_for(q.shape[0]), q, k, v, state, A_log, a, dt_bias, b, scale, output, new_state)
