@@ -54,7 +54,7 @@ def _eval_args(p):
                    help="fail (INCORRECT_NUMERICAL) a solution that is wrong on fresh inputs after timing")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
     p.add_argument("--prestart", type=int, default=None,
-                   help="child processes started ahead and kept idle (default 4 on CUDA, 1 on CPU)")
+                   help="child processes started ahead and kept idle (default on CUDA: half the cores, at most 8; 1 on CPU)")
 
 
 def _setup(args, solution_args):

@@ -53,7 +53,7 @@ class EvalOptions:
     synthesize: bool = True
     show_progress: bool = True
     strict: bool = False
-    prestart: int | None = None                 # idle children kept ready (None: 4 on CUDA, 1 on CPU)
+    prestart: int | None = None                 # idle children kept ready (None: see Runner)
 
 
 @dataclass

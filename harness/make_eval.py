@@ -92,11 +92,12 @@ def main(argv=None):
         print("  deliberate difference: the reference is timed with 1 trial of 1 iteration (its Python loop is slow);"
               " --reference-timing official for 10/50/3 and 1/5/3")
     t0 = time.time()
-    definitions = []
+    definitions, bases = [], []
     for name in args.definitions.split(","):
         definition = dataset.definition(name)
         definitions.append(definition)
         sols = resolve("ours", definition, dataset)
+        bases.append((definition, sols[0].name))
         try:
             sols += resolve("baseline", definition, dataset)
         except DataError as exc:
@@ -122,7 +123,12 @@ def main(argv=None):
                   f"{r.trace.evaluation.log[-300:]}")
     print(f"evaluation took {time.time() - t0:.0f} s")
     if not args.no_report:
+        from harness.compare import write_comparison
         report_dir, summary, track, _ = write_report(out, definitions, dataset=dataset)
+        for definition, base in bases:  # the same run, side by side, ratios to our submission
+            cmp_dir, _, buckets = write_comparison(out, definition, base)
+            print(buckets.to_string(index=False))
+            print(f"comparison: {cmp_dir}/{definition.name}.md")
         print(summary[["definition", "solution", "passed", "workloads", "mean_speedup_vs_reference",
                        "mean_speedup_vs_baseline", "win_rate_vs_baseline", "mean_latency_us",
                        "mean_event_us"]].to_string(index=False))
