@@ -72,12 +72,17 @@ def _snapshot(values):
     return [v.detach().clone() if isinstance(v, torch.Tensor) else v for v in values]
 
 
+def _same(a, b):
+    """Bitwise-equal values, NaN equal to NaN (a NaN left in place is not a change)."""
+    if a.shape != b.shape or a.dtype != b.dtype:
+        return False
+    if a.is_floating_point():
+        return bool(((a == b) | (a.isnan() & b.isnan())).all())
+    return torch.equal(a, b)
+
+
 def _changed_inputs(names, before, after):
-    out = []
-    for name, b, a in zip(names, before, after):
-        if isinstance(b, torch.Tensor) and not torch.equal(b, a):
-            out.append(name)
-    return out
+    return [name for name, b, a in zip(names, before, after) if isinstance(b, torch.Tensor) and not _same(b, a)]
 
 
 def poison(outputs):

@@ -84,3 +84,11 @@ def test_normalize_outputs():
     with pytest.raises(RuntimeError, match="Unexpected return type"):
         normalize_outputs("x", ["o"])
     assert normalize_outputs(3.0, ["o"], [torch.float32])[0].dtype == torch.float32
+
+
+def test_change_detection_treats_nan_as_unchanged():
+    from harness.runner import _changed_inputs
+    a = torch.tensor([1.0, float("nan")])
+    assert _changed_inputs(["x"], [a], [a.clone()]) == []
+    assert _changed_inputs(["x"], [a], [torch.tensor([2.0, float("nan")])]) == ["x"]
+    assert _changed_inputs(["i"], [torch.tensor([1, 2])], [torch.tensor([1, 3])]) == ["i"]
