@@ -410,11 +410,6 @@ _RECURRENT_CFG = dict(C=64, BV=16, num_warps=1, num_stages=1)
 # around our own launches and restored afterwards. mma.sync exists on sm_80..sm_100, so the
 # same (validated) lowering is used on a B200 too.
 _MMA_ENV = {"DISABLE_MMA_V3": "1", "DISABLE_MMA_V5": "1"}
-# Also set for the whole process at import: in the harness's H200 run (FlashInfer imported in the same
-# process) the per-launch setting alone still gave an illegal memory access on the first workloads,
-# the signature of the wgmma lowering. Setting the knobs before any compile is the robust form.
-# (UNMEASURED on the GPU since this change: the session's device time ran out.)
-os.environ.update(_MMA_ENV)
 
 
 def _pick(T, N):

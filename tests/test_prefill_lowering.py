@@ -1,0 +1,63 @@
+"""Offline (no GPU): our one-launch prefill kernel must be lowered to mma.sync, not Hopper wgmma or
+Blackwell tcgen05, because Triton 3.6 miscompiles its chunk loop with wgmma (wrong states or an illegal
+memory access on the H200). The launcher sets DISABLE_MMA_V3/V5 around its launches; this checks that
+those knobs are what keeps wgmma out, for the one-launch config of the launch table, on sm_90 and sm_100.
+Compiles run in a fresh process: the interpreter mode the CPU tests use must not leak into them."""
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("triton")
+KERNEL = Path(__file__).resolve().parent.parent / "submission" / "gdn_prefill_qk4_v8_d128_k_last" / "solution" / \
+    "triton" / "kernel.py"
+
+COMPILE = r"""
+import importlib.util, json, os, sys
+import triton
+from triton.backends.compiler import GPUTarget
+from triton.compiler import ASTSource
+spec = importlib.util.spec_from_file_location("pk", sys.argv[1])
+pk = importlib.util.module_from_spec(spec); spec.loader.exec_module(pk)
+arch, knobs = int(sys.argv[2]), sys.argv[3] == "1"
+if knobs:
+    os.environ.update(pk._MMA_ENV)
+cfg = pk._ONE_LAUNCH_CFG
+sig = {n: "*bf16" for n in ("q_ptr", "k_ptr", "v_ptr")}
+sig.update({"s_ptr": "*fp32", "alog_ptr": "*fp32", "a_ptr": "*bf16", "dtb_ptr": "*fp32", "b_ptr": "*bf16",
+            "cu_ptr": "*i64", "o_ptr": "*bf16", "ns_ptr": "*fp32", "ws_ptr": "*fp32", "wp_ptr": "*bf16",
+            "scale": "fp32"})
+C, SB = cfg["C"], min(cfg.get("SB", 16), cfg["C"])
+cst = dict(ALGO=pk.ALGO_CHUNK, WS_P=False, C=C, BV=cfg["BV"], SB=SB, LOG2NB=(C // SB).bit_length() - 1, FS=0,
+           SCAN=0, HAS_STATE=True, PREC_QK=pk.P_BF16, PREC_T=pk.P_TF32, PREC_S=pk.P_BF16X2, PREC_O=pk.P_BF16,
+           NHV=8, NHK=4, DK=128, INTERP=False)
+sig.update({k: "constexpr" for k in cst})
+attrs = {(i,): [["tt.divisibility", 16]] for i, name in enumerate(sig) if name.endswith("_ptr")}
+ck = triton.compile(ASTSource(pk._gdn_prefill_kernel, sig, constexprs=cst, attrs=attrs),
+                    target=GPUTarget("cuda", arch, 32),
+                    options=dict(num_warps=cfg["num_warps"], num_stages=cfg["num_stages"]))
+ptx = ck.asm["ptx"]
+print(json.dumps({"wgmma": "wgmma" in ptx, "mma_sync": "mma.sync" in ptx, "tcgen05": "tcgen05.mma" in ptx}))
+"""
+
+
+def _lowering(arch, knobs, tmp_path):
+    env = {k: v for k, v in os.environ.items() if k not in ("TRITON_INTERPRET", "DISABLE_MMA_V3", "DISABLE_MMA_V5")}
+    env["TRITON_CACHE_DIR"] = str(tmp_path / "triton-cache")
+    out = subprocess.run([sys.executable, "-c", COMPILE, str(KERNEL), str(arch), "1" if knobs else "0"], env=env,
+                         capture_output=True, text=True, timeout=600)
+    assert out.returncode == 0, out.stderr[-3000:]
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+@pytest.mark.parametrize("arch", [90, 100])
+def test_one_launch_config_is_lowered_to_mma_sync(arch, tmp_path):
+    assert _lowering(arch, True, tmp_path) == {"wgmma": False, "mma_sync": True, "tcgen05": False}
+
+
+def test_without_the_knobs_hopper_gets_wgmma(tmp_path):
+    # Why the launcher sets them: left alone, Triton picks wgmma for this kernel on sm_90.
+    assert _lowering(90, False, tmp_path)["wgmma"]
