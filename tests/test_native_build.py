@@ -1,6 +1,7 @@
-"""Contest entries in CUDA: the tvm-ffi binding compiles with nvcc the way the official builder compiles it
-(CPU machine: compile and link against the CUDA runtime only, since no driver or cuBLAS is installed here);
-on a GPU both binding kinds build through the harness and run."""
+"""Contest entries in CUDA: on this CPU machine, the tvm-ffi solution compiles and links through
+tvm_ffi.cpp.build as the official builder calls it (against the CUDA runtime only: no driver or cuBLAS
+here), and the torch-binding solution compiles with nvcc against torch's headers (compile only: a CPU
+torch cannot build CUDA extensions). On a GPU both build through the harness's builders and run."""
 import json
 import os
 import shutil
@@ -23,6 +24,25 @@ def test_tvm_ffi_solution_compiles_with_nvcc(tmp_path, monkeypatch):
                             extra_include_paths=[str(NATIVE)], extra_cuda_cflags=["-lineinfo"],
                             extra_ldflags=[f"-L{libdir}"], build_directory=str(tmp_path))
     assert Path(lib).exists() and Path(lib).stat().st_size > 0
+
+
+@pytest.mark.skipif(shutil.which("nvcc") is None, reason="needs nvcc")
+def test_torch_binding_solution_compiles_with_nvcc(tmp_path):
+    import sysconfig
+
+    import torch.utils.cpp_extension as ext
+    # A CPU torch wheel lacks one generated CUDA header; an empty stand-in lets the real headers compile.
+    stub = tmp_path / "stub" / "c10" / "cuda" / "impl" / "cuda_cmake_macros.h"
+    stub.parent.mkdir(parents=True)
+    stub.write_text("#pragma once\n")
+    includes = [str(tmp_path / "stub"), *ext.include_paths(), sysconfig.get_paths()["include"]]
+    cmd = ["nvcc", "-c", "-std=c++17", "-arch=sm_90", *[f"-I{p}" for p in includes],
+           "-DTORCH_EXTENSION_NAME=axpy_torch", "-DTORCH_API_INCLUDE_EXTENSION_H", str(NATIVE / "axpy_torch.cu"),
+           "-o", str(tmp_path / "axpy_torch.o")]
+    import subprocess
+    out = subprocess.run(cmd, capture_output=True, text=True, timeout=900)
+    assert out.returncode == 0, out.stderr[-3000:]
+    assert (tmp_path / "axpy_torch.o").stat().st_size > 0
 
 
 def _native_solution(path, binding):
