@@ -60,7 +60,7 @@ def build(solution, cache_root=CACHE_ROOT):
 
 
 def _build_python(solution, root, pkg):
-    pkg_dir = _write_sources(solution, root / pkg)
+    _write_sources(solution, root / pkg)
     # As officially, only the build folder goes on sys.path: siblings import as `from .x import y`.
     if str(root) not in sys.path:
         sys.path.insert(0, str(root))

@@ -1,6 +1,5 @@
 """Trace and Evaluation, as FlashInfer-Bench writes them (one JSON object per line)."""
 import enum
-import math
 from dataclasses import dataclass, field
 
 from harness.jsonio import DataError, Fields, decode_float, encode_float

@@ -2,7 +2,6 @@
 tvm_ffi.cpp.build as the official builder calls it (against the CUDA runtime only: no driver or cuBLAS
 here), and the torch-binding solution compiles with nvcc against torch's headers (compile only: a CPU
 torch cannot build CUDA extensions). On a GPU both build through the harness's builders and run."""
-import json
 import os
 import shutil
 from pathlib import Path
