@@ -6,6 +6,7 @@ import hashlib
 import json
 import math
 import os
+import sys
 import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -206,7 +207,10 @@ def evaluate(dataset, definition, workloads, solutions, opts):
     cache = ReferenceLatencyCache()
     results = []
     total = len(workloads) * len(solutions)
-    bar = tqdm(total=total, desc=definition.name, unit="pair", disable=not opts.show_progress, leave=True)
+    # On a terminal a live bar; in a log file (a GPU job) one line every 30 s at most.
+    tty = sys.stderr.isatty()
+    bar = tqdm(total=total, desc=definition.name, unit="pair", disable=not opts.show_progress, leave=True,
+               mininterval=0.1 if tty else 30.0, ascii=not tty)
     timing = opts.timing or official_timing(definition.name)
     ref_cfg = opts.reference_timing or timing
     ref_timing_label = f"{ref_cfg.warmup}/{ref_cfg.iters}/{ref_cfg.trials}" if opts.profile_baseline else "not timed"

@@ -110,7 +110,6 @@ def main(argv=None):
                      if s.author == OUR_AUTHOR and s.name not in {x.name for x in sols}]
         workloads = select_workloads(dataset.workloads(definition), args.workloads)
         opts = EvalOptions(device="cuda", out_dir=out, resume=not args.no_resume, timer=args.timer,
-                           show_progress=sys.stderr.isatty(),
                            reference_timing=QUICK_REFERENCE if args.reference_timing == "quick" else None)
         print(f"{name}: {len(workloads)} workloads x {[s.name for s in sols]}")
         t1 = time.time()
