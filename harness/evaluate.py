@@ -248,7 +248,7 @@ def evaluate(dataset, definition, workloads, solutions, opts):
                 res = PairResult(workload, sol, trace, outcome.get("event_ms"), outcome.get("warnings", []))
                 results.append(res)
                 bar.update(1)
-                bar.set_postfix_str(f"{sol.name}: {outcome['status']}")
+                bar.set_postfix_str(f"{sol.name}: {outcome['status']}", refresh=tty)
             os.unlink(path)
     bar.close()
     return results
