@@ -20,6 +20,7 @@ from harness.correctness import Tolerance
 from harness.dataset import append_jsonl, append_trace, extras_path, read_traces, trace_path
 from harness.inputs import check_constraints, load_blobs, materialize
 from harness.isolation import Runner
+from harness.jsonio import write_json_atomic
 from harness.reference import load_reference, run_reference
 from harness.runner import Job, TimingConfig, official_timing
 from harness.trace import Correctness, Environment, Evaluation, Performance, Status, Trace
@@ -62,7 +63,6 @@ class PairResult:
     workload: object
     solution: object
     trace: Trace
-    event_ms: float | None = None
     warnings: list = field(default_factory=list)
     skipped: bool = False
 
@@ -99,11 +99,7 @@ class ReferenceLatencyCache:
 
     def put(self, key, value):
         self.data[key] = value
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=self.path.parent)
-        with os.fdopen(fd, "w") as f:
-            json.dump(self.data, f, indent=1)
-        os.replace(tmp, self.path)
+        write_json_atomic(self.path, self.data)
 
 
 def prepare_workload(dataset, definition, workload, opts, payload_dir):
@@ -245,7 +241,7 @@ def evaluate(dataset, definition, workloads, solutions, opts):
                     "event_ms": outcome.get("event_ms"), "timer": outcome.get("timer"),
                     "reference_latency_ms": ref_ms, "reference_timing": ref_timing_label,
                     "inputs": provenance["inputs"], "warnings": outcome.get("warnings", [])})
-                res = PairResult(workload, sol, trace, outcome.get("event_ms"), outcome.get("warnings", []))
+                res = PairResult(workload, sol, trace, outcome.get("warnings", []))
                 results.append(res)
                 bar.update(1)
                 bar.set_postfix_str(f"{sol.name}: {outcome['status']}", refresh=tty)

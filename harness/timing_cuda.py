@@ -5,6 +5,7 @@ sees; the ratio of the two is the 'divergence' the contest report talks about).
 The harness never falls back silently: FlashInfer's function warns and switches to CUDA events when
 cupti-python is missing; here that warning is an error unless the user chose --timer events, and the
 timer used is written into every trace and report."""
+import functools
 import statistics
 import warnings
 
@@ -16,6 +17,7 @@ CUPTI_LABEL = "cupti (flashinfer.testing.bench_gpu_time_with_cupti, cold L2)"
 EVENTS_LABEL = "cuda-events (NOT the official timer: --timer events)"
 
 
+@functools.cache
 def cupti_status():
     """(ok, detail): whether the official timer can run here."""
     try:
