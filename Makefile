@@ -1,12 +1,13 @@
 # Front door. `make test` (CPU, what CI runs) and `make eval` (GPU) are the two commands users need.
 PY ?= $(if $(wildcard .venv/bin/python),.venv/bin/python,python3)
 
-.PHONY: help venv test test-gpu eval package clean-cache
+.PHONY: help venv test test-gpu eval compare package clean-cache
 
 help:
 	@echo "make test      CPU test suite (installs what it needs into .venv)"
 	@echo "make test-gpu  GPU-marked tests (on a CUDA host)"
 	@echo "make eval      full evaluation on a GPU: ours + FlashInfer baseline + reference -> results/<gpu>/"
+	@echo "make compare  DEF=<definition> SOLS='ours baseline my.json' [BASE=name] [OUT=dir]: one interleaved run"
 	@echo "make package   submission/ -> results/package/<definition>/solution.json"
 
 .venv/.installed: pyproject.toml
@@ -29,6 +30,11 @@ test-gpu:
 eval:
 	@if python3 -c "import torch" 2>/dev/null; then py=python3; else $(MAKE) venv && py=.venv/bin/python; fi; \
 	$$py -m harness.make_eval $(if $(OUT),--out $(OUT))
+
+# Several solutions in one run (same inputs, timer, GPU), ratios to BASE (default: the first).
+compare:
+	@test -n "$(DEF)" -a -n "$(SOLS)" || { echo "usage: make compare DEF=<definition> SOLS='ours baseline ...' [BASE=name] [OUT=dir]"; exit 2; }
+	$(PY) -m harness compare --definition $(DEF) $(SOLS) $(if $(BASE),--base $(BASE)) --out $(or $(OUT),results/compare)
 
 clean-cache:
 	rm -rf .cache workloads/blob

@@ -8,6 +8,7 @@ import math
 import os
 import sys
 import tempfile
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -220,13 +221,17 @@ def evaluate(dataset, definition, workloads, solutions, opts):
                     bar.update(1)
             if not todo:
                 continue
+            prep_start = time.monotonic()
             path, provenance, ref, trial_inputs = prepare_workload(dataset, definition, workload, opts, payload_dir)
             ref_ms = (time_reference(ref, definition, workload, trial_inputs, opts, provenance, cache)
                       if opts.profile_baseline else None)
+            prepare_s = time.monotonic() - prep_start  # inputs, reference outputs and reference timing
             for sol in todo:
                 job = Job(definition.to_json(), sol.to_json(), workload.to_json(), str(path), opts.device,
                           opts.tolerance, timing, opts.timer, strict=opts.strict)
+                pair_start = time.monotonic()
                 outcome, log = runner.run(job)
+                wall_s = time.monotonic() - pair_start
                 libs = dict(environment.libs(opts.device))
                 libs["inputs"] = provenance["inputs"]
                 libs["input_digest"] = provenance["digest"]
@@ -240,7 +245,8 @@ def evaluate(dataset, definition, workloads, solutions, opts):
                     "status": outcome["status"], "latency_ms": outcome.get("latency_ms"),
                     "event_ms": outcome.get("event_ms"), "timer": outcome.get("timer"),
                     "reference_latency_ms": ref_ms, "reference_timing": ref_timing_label,
-                    "inputs": provenance["inputs"], "warnings": outcome.get("warnings", [])})
+                    "inputs": provenance["inputs"], "warnings": outcome.get("warnings", []),
+                    "wall_s": round(wall_s, 3), "prepare_s": round(prepare_s, 3)})
                 res = PairResult(workload, sol, trace, outcome.get("warnings", []))
                 results.append(res)
                 bar.update(1)

@@ -59,11 +59,15 @@ def test_gpu_corpus(tmp_path):
     results, on_disk = _run(tmp_path, "cuda", 30)
     assert len(on_disk) == len(EXPECTED)
     wrong = {}
+    print(f"\n{'case':<32} {'expected':<20} {'seen':<20} warning expected / seen")  # for the closing note (-s)
     for name, exp in EXPECTED.items():
         r = results[name]
-        ok = r.trace.evaluation.status.value == exp["gpu"]
+        seen = r.trace.evaluation.status.value
+        ok = seen == exp["gpu"]
         if exp["gpu_warning"]:
             ok &= any(exp["gpu_warning"] in w for w in r.warnings)
+        print(f"{name:<32} {exp['gpu']:<20} {seen:<20} {exp['gpu_warning'] or '-'} / "
+              f"{'; '.join(w[:60] for w in r.warnings) or '-'}")
         if not ok:
-            wrong[name] = (r.trace.evaluation.status.value, r.warnings, r.trace.evaluation.log[-400:])
+            wrong[name] = (seen, r.warnings, r.trace.evaluation.log[-400:])
     assert not wrong, wrong
