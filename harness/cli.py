@@ -45,6 +45,8 @@ def _eval_args(p):
     p.add_argument("--iterations", type=int, help="override the official timed iterations")
     p.add_argument("--trials", type=int, help="override the official trials")
     p.add_argument("--no-profile-baseline", action="store_true", help="do not time the reference")
+    p.add_argument("--reference-budget", type=float, default=None, metavar="SECONDS",
+                   help="stop timing uncached references after this many seconds (the rest: not profiled)")
     p.add_argument("--isolation", choices=["process", "worker", "none"], default="process",
                    help="process: fresh subprocess per pair (official); worker: one persistent child")
     p.add_argument("--timer", choices=["auto", "cupti", "events"], default="auto",
@@ -90,7 +92,8 @@ def _setup(args, solution_args):
                        tolerance=Tolerance(args.atol, args.rtol, args.required_matched_ratio), timing=timing,
                        profile_baseline=not args.no_profile_baseline, resume=args.resume, seed=args.seed,
                        isolation=args.isolation, timer=args.timer, show_progress=not args.quiet,
-                       strict=args.strict, prestart=args.prestart)
+                       strict=args.strict, prestart=args.prestart,
+                       reference_budget_s=args.reference_budget)
     return dataset, definition, workloads, solutions, opts
 
 
@@ -154,6 +157,14 @@ def cmd_report(args):
                         "pass --allow-mixed-timers to merge them anyway (each row keeps its timer)")
     out, summary, track, _ = write_report(args.out, definitions, sources=args.runs, dataset=dataset)
     print(summary.to_string(index=False))
+    if args.base:
+        from harness.compare import write_comparison
+        for definition in definitions:
+            present = set(df.solution[df.definition == definition.name])
+            for base in [b for b in args.base if b in present]:
+                cmp_dir, _, buckets = write_comparison(args.out, definition, base, sources=args.runs)
+                print(buckets.to_string(index=False))
+                print(f"comparison: {cmp_dir}/{definition.name}.md")
     print(f"report: {out}/report.md")
     return 0
 
@@ -177,6 +188,9 @@ def main(argv=None):
     p.add_argument("--dataset", default=None)
     p.add_argument("--out", required=True)
     p.add_argument("--allow-mixed-timers", action="store_true", help="merge runs timed differently (labelled)")
+    p.add_argument("--base", action="append", default=[],
+                   help="also write compare/<definition>.md with ratios to this solution (repeatable; used for the "
+                        "definitions whose traces hold it)")
     p.set_defaults(func=cmd_report)
     args = parser.parse_args(argv)
     try:

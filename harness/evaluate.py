@@ -21,7 +21,7 @@ from harness.correctness import Tolerance
 from harness.dataset import append_jsonl, append_trace, extras_path, read_traces, trace_path
 from harness.inputs import check_constraints, load_blobs, materialize
 from harness.isolation import Runner
-from harness.jsonio import write_json_atomic
+from harness.jsonio import read_jsonl, write_json_atomic
 from harness.reference import load_reference, run_reference
 from harness.runner import Job, TimingConfig, official_timing
 from harness.trace import Correctness, Environment, Evaluation, Performance, Status, Trace
@@ -57,6 +57,8 @@ class EvalOptions:
     show_progress: bool = True
     strict: bool = False
     prestart: int | None = None                 # idle children kept ready (None: see Runner)
+    reference_cache: Path | None = None         # reference latency cache file (None: .cache/)
+    reference_budget_s: float | None = None     # stop timing uncached references after this many seconds
 
 
 @dataclass
@@ -147,7 +149,8 @@ def perturb(inputs, seed):
     return out
 
 
-def time_reference(ref, definition, workload, trial_inputs, opts, provenance, cache):
+def time_reference(ref, definition, workload, trial_inputs, opts, provenance, cache, measure=True):
+    """The reference latency in ms: cached, else timed (if `measure`), else None (not profiled)."""
     from harness import timing as timing_mod
 
     cfg = opts.reference_timing or opts.timing or official_timing(definition.name)
@@ -155,7 +158,7 @@ def time_reference(ref, definition, workload, trial_inputs, opts, provenance, ca
     key = cache.key(device_name, definition.name, workload.uuid, provenance["digest"], opts.timer,
                     f"{cfg.warmup}/{cfg.iters}/{cfg.trials}")
     hit = cache.get(key)
-    if hit is not None:
+    if hit is not None or not measure:
         return hit
     per_trial = []
     for t in range(cfg.trials):
@@ -165,6 +168,33 @@ def time_reference(ref, definition, workload, trial_inputs, opts, provenance, ca
     value = sum(per_trial) / len(per_trial)
     cache.put(key, value)
     return value
+
+
+def seed_reference_cache(cache, out_dir, definition, opts, cfg_label):
+    """Reference latencies that this output folder's traces already record (same GPU, inputs, timer and
+    settings) count as cached: a resumed run on a fresh machine need not time them again."""
+    from harness.timing import timer_label
+
+    ep = extras_path(out_dir, definition.name)
+    if not ep.exists():
+        return
+    label = timer_label(opts.device, opts.timer)
+    recorded = {e["workload"]: e["reference_latency_ms"] for _, e in read_jsonl(ep, allow_partial_tail=True)
+                if e.get("reference_latency_ms") and e.get("reference_timing") == cfg_label
+                and e.get("timer") == label}
+    added = 0
+    for tp in (Path(out_dir) / "traces").glob(f"*/{definition.op_type}/{definition.name}.jsonl"):
+        for tr in read_traces(tp):
+            if tr.evaluation is None or tr.workload.uuid not in recorded:
+                continue
+            env = tr.evaluation.environment
+            key = cache.key(env.hardware, definition.name, tr.workload.uuid, env.libs.get("input_digest"),
+                            opts.timer, cfg_label)
+            if cache.get(key) is None:
+                cache.data[key] = recorded[tr.workload.uuid]
+                added += 1
+    if added:
+        write_json_atomic(cache.path, cache.data)
 
 
 def done_pairs(out_dir, solutions, definition):
@@ -201,7 +231,8 @@ def evaluate(dataset, definition, workloads, solutions, opts):
     """Evaluate solutions on workloads, interleaved per workload. Returns PairResults in order."""
     out_dir = Path(opts.out_dir)
     done = done_pairs(out_dir, solutions, definition) if opts.resume else set()
-    cache = ReferenceLatencyCache()
+    cache = ReferenceLatencyCache(opts.reference_cache) if opts.reference_cache else ReferenceLatencyCache()
+    ref_spent, ref_skipped = 0.0, 0
     results = []
     total = len(workloads) * len(solutions)
     # On a terminal a live bar; in a log file (a GPU job) one line every 30 s at most.
@@ -211,6 +242,8 @@ def evaluate(dataset, definition, workloads, solutions, opts):
     timing = opts.timing or official_timing(definition.name)
     ref_cfg = opts.reference_timing or timing
     ref_timing_label = f"{ref_cfg.warmup}/{ref_cfg.iters}/{ref_cfg.trials}" if opts.profile_baseline else "not timed"
+    if opts.profile_baseline and opts.resume:
+        seed_reference_cache(cache, out_dir, definition, opts, ref_timing_label)
     with Runner(opts.isolation, opts.device, opts.timeout, opts.prestart) as runner, \
             tempfile.TemporaryDirectory(prefix="gdn-payload-") as payload_dir:
         for workload in workloads:
@@ -223,8 +256,13 @@ def evaluate(dataset, definition, workloads, solutions, opts):
                 continue
             prep_start = time.monotonic()
             path, provenance, ref, trial_inputs = prepare_workload(dataset, definition, workload, opts, payload_dir)
-            ref_ms = (time_reference(ref, definition, workload, trial_inputs, opts, provenance, cache)
-                      if opts.profile_baseline else None)
+            ref_ms = None
+            if opts.profile_baseline:
+                measure = opts.reference_budget_s is None or ref_spent < opts.reference_budget_s
+                ref_start = time.monotonic()
+                ref_ms = time_reference(ref, definition, workload, trial_inputs, opts, provenance, cache, measure)
+                ref_spent += time.monotonic() - ref_start
+                ref_skipped += ref_ms is None
             prepare_s = time.monotonic() - prep_start  # inputs, reference outputs and reference timing
             for sol in todo:
                 job = Job(definition.to_json(), sol.to_json(), workload.to_json(), str(path), opts.device,
@@ -244,7 +282,7 @@ def evaluate(dataset, definition, workloads, solutions, opts):
                     "solution": sol.name, "author": sol.author, "workload": workload.uuid,
                     "status": outcome["status"], "latency_ms": outcome.get("latency_ms"),
                     "event_ms": outcome.get("event_ms"), "timer": outcome.get("timer"),
-                    "reference_latency_ms": ref_ms, "reference_timing": ref_timing_label,
+                    "reference_latency_ms": ref_ms, "reference_timing": ref_timing_label if ref_ms is not None else "not timed",
                     "inputs": provenance["inputs"], "warnings": outcome.get("warnings", []),
                     "wall_s": round(wall_s, 3), "prepare_s": round(prepare_s, 3)})
                 res = PairResult(workload, sol, trace, outcome.get("warnings", []))
@@ -253,6 +291,10 @@ def evaluate(dataset, definition, workloads, solutions, opts):
                 bar.set_postfix_str(f"{sol.name}: {outcome['status']}", refresh=tty)
             os.unlink(path)
     bar.close()
+    if ref_skipped:
+        print(f"{definition.name}: the reference-timing budget ({opts.reference_budget_s:g} s) ran out; "
+              f"{ref_skipped} workloads have no reference latency (reported as not profiled). Run again to "
+              "time more: timed ones are cached.")
     return results
 
 

@@ -7,8 +7,9 @@ start-up (importing torch and FlashInfer, creating a CUDA context: ~9 s on the H
 most pairs take), `prestart` spare children are started ahead of time and wait, idle, for their job;
 each child still serves exactly one job.
 
-Modes: "process" (the official isolated runner), "worker" (one persistent child for all jobs,
-restarted after a crash: quick local iteration), "none" (in this process: debugging only)."""
+Modes: "process" (the official isolated runner), "worker" (one persistent child per solution, restarted
+after a crash: no start-up per pair, and nothing else starting beside a timed call), "none" (in this
+process: debugging only)."""
 import multiprocessing as mp
 import os
 import sys
@@ -117,7 +118,7 @@ class Runner:
         self.ctx = mp.get_context("spawn")
         self.log_dir = tempfile.mkdtemp(prefix="gdn-harness-logs-")
         self.spares = []        # process mode: idle children, oldest first
-        self.spare = None       # worker mode: the persistent child
+        self.workers = {}       # worker mode: solution name -> its persistent child
 
     def _new_child(self):
         return _Child(self.ctx, self.device, self.mode == "process", self.log_dir)
@@ -134,8 +135,10 @@ class Runner:
             while len(self.spares) < self.prestart:  # they start up while this job runs
                 self.spares.append(self._new_child())
         else:
-            child = self.spare if self.spare is not None and self.spare.proc.is_alive() else self._new_child()
-            self.spare = None
+            name = job.solution["name"]
+            child = self.workers.pop(name, None)
+            if child is None or not child.proc.is_alive():
+                child = self._new_child()
         start = time.monotonic()
         try:
             child.conn.send(job)
@@ -145,6 +148,7 @@ class Runner:
                 if left <= 0:
                     child.kill()
                     log = child.read_log()
+                    child.close()
                     return ({"status": Status.TIMEOUT.value,
                              "message": f"Evaluation timeout after {self.timeout:g} seconds for solution "
                                         f"{job.solution['name']}"}, log)
@@ -163,8 +167,6 @@ class Runner:
             code = child.proc.exitcode
             log = child.read_log()
             child.close()
-            if self.mode == "worker":
-                self.spare = None
             return ({"status": Status.RUNTIME_ERROR.value,
                      "message": f"Worker process failed unexpectedly (exit code {code})"}, log)
         log = child.read_log()
@@ -172,18 +174,17 @@ class Runner:
             child.proc.join(10)
             child.close()
         else:
-            self.spare = child  # worker mode: keep it for the next job
+            self.workers[job.solution["name"]] = child  # worker mode: kept for this solution's next job
         return result, log
 
     def close(self):
-        for c in [*self.spares, self.spare]:
-            if c is not None:
-                try:
-                    c.conn.send(None)
-                except (BrokenPipeError, OSError):
-                    pass
-                c.close()
-        self.spares, self.spare = [], None
+        for c in [*self.spares, *self.workers.values()]:
+            try:
+                c.conn.send(None)
+            except (BrokenPipeError, OSError):
+                pass
+            c.close()
+        self.spares, self.workers = [], {}
         try:
             for p in Path(self.log_dir).iterdir():
                 p.unlink()

@@ -68,10 +68,14 @@ def summarize(df):
         all_pass = bool(passed.all())
         lat = g.latency_us[passed]
         has_base = g.baseline_us.notna()
+        profiled = g.reference_us.notna() | ~passed  # a failed pair has no latency of its own
         out.append({
             "definition": definition, "solution": solution, "author": g.author.iloc[0], "workloads": len(g),
             "passed": int(passed.sum()), "all_pass": all_pass,
-            "mean_speedup_vs_reference": float(g.speedup_vs_reference.mean()) if all_pass else 0.0,
+            # only over a full set of reference latencies: a subset's mean is not the contest's figure
+            "mean_speedup_vs_reference": (0.0 if not all_pass else float(g.speedup_vs_reference.mean())
+                                          if profiled.all() else math.nan),
+            "reference_profiled": int(g.reference_us.notna().sum()),
             # over the workloads both sides have (as the library's ranking does), gated by all-pass
             "mean_speedup_vs_baseline": (math.nan if not has_base.any() else
                                          float(g.speedup_vs_baseline[has_base].mean()) if all_pass else 0.0),
@@ -95,8 +99,9 @@ def track_scores(summary):
     for author, g in summary.groupby("author"):
         best = g.groupby("definition")[["mean_speedup_vs_reference", "mean_speedup_vs_baseline"]].max()
         rows.append({"author": author, "definitions": len(best),
-                     "track_score_vs_reference": float(best.mean_speedup_vs_reference.mean()),
-                     "track_score_vs_baseline": float(best.mean_speedup_vs_baseline.mean())})
+                     # a definition without its figure leaves the track score undefined, not smaller
+                     "track_score_vs_reference": float(best.mean_speedup_vs_reference.mean(skipna=False)),
+                     "track_score_vs_baseline": float(best.mean_speedup_vs_baseline.mean(skipna=False))})
     return pd.DataFrame(rows)
 
 
@@ -183,12 +188,18 @@ def write_report(out_dir, definitions, sources=None, title="GDN track evaluation
     if partial:
         md += [f"**PARTIAL RUN: not every workload was evaluated** ({', '.join(partial)}; see coverage below). "
                "Means over a partial run are not comparable with full-run figures.", ""]
+    unprofiled = summary[summary.reference_profiled < summary.passed]
+    if len(unprofiled):
+        md += ["**Reference latency missing for some workloads** (" + ", ".join(
+            f"{r.definition} / {r.solution}: {r.reference_profiled} of {r.passed} profiled"
+            for r in unprofiled.itertuples()) + "): their speedup vs reference is '-', and the mean over "
+            "the definition is left undefined.", ""]
     md += ["## Provenance", ""]
     md += [f"- {k}: {v}" for k, v in prov.items()]
     md += ["", "Inputs marked stand-in are synthesised (the official GDN blobs are not public); latencies are "
            "in microseconds from the timer named above.", "", "## Summary", "",
            _md_table(summary[["definition", "solution", "passed", "workloads", "all_pass", "mean_speedup_vs_reference",
-                              "mean_speedup_vs_baseline", "win_rate_vs_baseline", "mean_latency_us",
+                              "reference_profiled", "mean_speedup_vs_baseline", "win_rate_vs_baseline", "mean_latency_us",
                               "median_latency_us", "p95_latency_us", "mean_event_us", "mean_divergence"]]),
            "", "Scores are gated: any workload that does not pass makes the solution's mean speedups 0. The track "
            "score takes each author's best solution per definition.", "",

@@ -17,6 +17,17 @@ class TimingResult:
     warnings: list = field(default_factory=list)
 
 
+CPU_LABEL = "cpu-wall-clock (not official)"
+
+
+def timer_label(device, timer="auto"):
+    """The label a run's timings carry (traces, extras, reports)."""
+    if not device.startswith("cuda"):
+        return CPU_LABEL
+    from harness.timing_cuda import CUPTI_LABEL, EVENTS_LABEL
+    return EVENTS_LABEL if timer == "events" else CUPTI_LABEL
+
+
 def measure(fn, args, cfg, device, timer="auto"):
     if not device.startswith("cuda"):
         return _measure_cpu(fn, args, cfg)
@@ -33,4 +44,4 @@ def _measure_cpu(fn, args, cfg):
         t0 = time.perf_counter()
         fn(*args)
         times.append((time.perf_counter() - t0) * 1e3)
-    return TimingResult(statistics.median(times), "cpu-wall-clock (not official)")
+    return TimingResult(statistics.median(times), CPU_LABEL)

@@ -123,3 +123,25 @@ def test_pool_of_prestarted_children_loses_nothing(tmp_path):
     assert [r.trace.evaluation.status.value for r in results] == \
         ["PASSED", "RUNTIME_ERROR", "INCORRECT_NUMERICAL", "PASSED"] * 3
     assert not multiprocessing.active_children()  # every spare is shut down
+
+
+def test_worker_mode_keeps_one_child_per_solution_and_replaces_a_crashed_one(tmp_path):
+    root = make_toy_root(tmp_path / "toy")
+    ds = Dataset(root)
+    definition = ds.definition("toy_axpy")
+    log = tmp_path / "pids.txt"
+    body = ("import os\ndef run(x, y, alpha, z):\n"
+            f"    open({str(log)!r}, 'a').write(f'{{NAME}} {{os.getpid()}}\\n')\n"
+            "    if NAME == 'crashy' and x.shape[0] == 4:\n        os._exit(3)\n"
+            "    z.copy_(x + alpha * y)\n")
+    sols = [Solution.from_json(toy_solution(n, f"NAME = {n!r}\n" + body), n) for n in ("a", "b", "crashy")]
+    opts = EvalOptions(device="cpu", out_dir=tmp_path / "o", timing=TimingConfig(0, 1, 1), show_progress=False,
+                       isolation="worker")
+    results = evaluate(ds, definition, ds.workloads(definition), sols, opts)
+    crashed = {r.workload.uuid for r in results if r.trace.evaluation.status.value == "RUNTIME_ERROR"}
+    assert crashed == {"w-blob"}  # the n=4 workload, and only for crashy
+    pids = {}
+    for name, pid in (line.split() for line in log.read_text().splitlines()):
+        pids.setdefault(name, set()).add(pid)
+    assert len(pids["a"]) == 1 and len(pids["b"]) == 1 and pids["a"] != pids["b"]
+    assert len(pids["crashy"]) == 2  # a fresh child after the crash

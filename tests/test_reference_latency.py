@@ -1,0 +1,54 @@
+"""Reference latencies: a time budget leaves the rest unprofiled (and the report says so instead of
+averaging a subset), and a resumed run takes the figures its traces already hold."""
+import json
+import math
+
+from harness.dataset import Dataset
+from harness.evaluate import EvalOptions, evaluate
+from harness.report import write_report
+from harness.runner import TimingConfig
+from harness.solution import Solution
+from tests.toy import make_toy_root, toy_solution
+
+BODY = "def run(x, y, alpha, z):\n    z.copy_(x + alpha * y)\n"
+
+
+def _setup(tmp_path):
+    ds = Dataset(make_toy_root(tmp_path / "toy"))
+    definition = ds.definition("toy_axpy")
+    return ds, definition, ds.workloads(definition)
+
+
+def _opts(tmp_path, **kw):
+    return EvalOptions(device="cpu", out_dir=tmp_path / "out", timing=TimingConfig(0, 1, 1), show_progress=False,
+                       reference_cache=tmp_path / "ref.json", **kw)
+
+
+def _ref_ms(results):
+    return {r.workload.uuid: r.trace.evaluation.performance.reference_latency_ms for r in results}
+
+
+def test_budget_leaves_the_rest_unprofiled_and_the_report_says_so(tmp_path, capsys):
+    ds, definition, workloads = _setup(tmp_path)
+    sol = Solution.from_json(toy_solution("a", BODY), "a")
+    results = evaluate(ds, definition, workloads, [sol], _opts(tmp_path, reference_budget_s=0.0))
+    assert all(r.trace.evaluation.status.value == "PASSED" for r in results)
+    assert set(_ref_ms(results).values()) == {0.0}
+    assert "workloads have no reference latency" in capsys.readouterr().out
+    out, summary, track, _ = write_report(tmp_path / "out", [definition])
+    row = summary.iloc[0]
+    assert row.reference_profiled == 0 and math.isnan(row.mean_speedup_vs_reference)
+    assert math.isnan(track.iloc[0].track_score_vs_reference)
+    assert "Reference latency missing" in (out / "report.md").read_text()
+
+
+def test_resumed_run_takes_reference_latencies_from_its_traces(tmp_path):
+    ds, definition, workloads = _setup(tmp_path)
+    first = evaluate(ds, definition, workloads, [Solution.from_json(toy_solution("a", BODY), "a")], _opts(tmp_path))
+    timed = _ref_ms(first)
+    assert all(v > 0 for v in timed.values())
+    (tmp_path / "ref.json").unlink()  # a fresh machine: the cache file is gone, the traces are not
+    second = evaluate(ds, definition, workloads, [Solution.from_json(toy_solution("b", BODY), "b")],
+                      _opts(tmp_path, resume=True, reference_budget_s=0.0))
+    assert _ref_ms(second) == timed
+    assert len(json.loads((tmp_path / "ref.json").read_text())) == len(workloads)
