@@ -256,14 +256,15 @@ def evaluate(dataset, definition, workloads, solutions, opts):
                 continue
             prep_start = time.monotonic()
             path, provenance, ref, trial_inputs = prepare_workload(dataset, definition, workload, opts, payload_dir)
-            ref_ms = None
+            ref_ms, reference_s = None, 0.0
             if opts.profile_baseline:
                 measure = opts.reference_budget_s is None or ref_spent < opts.reference_budget_s
                 ref_start = time.monotonic()
                 ref_ms = time_reference(ref, definition, workload, trial_inputs, opts, provenance, cache, measure)
-                ref_spent += time.monotonic() - ref_start
+                reference_s = time.monotonic() - ref_start
+                ref_spent += reference_s
                 ref_skipped += ref_ms is None
-            prepare_s = time.monotonic() - prep_start  # inputs, reference outputs and reference timing
+            prepare_s = time.monotonic() - prep_start  # inputs, reference outputs, reference timing (reference_s)
             for sol in todo:
                 job = Job(definition.to_json(), sol.to_json(), workload.to_json(), str(path), opts.device,
                           opts.tolerance, timing, opts.timer, strict=opts.strict)
@@ -282,9 +283,11 @@ def evaluate(dataset, definition, workloads, solutions, opts):
                     "solution": sol.name, "author": sol.author, "workload": workload.uuid,
                     "status": outcome["status"], "latency_ms": outcome.get("latency_ms"),
                     "event_ms": outcome.get("event_ms"), "timer": outcome.get("timer"),
-                    "reference_latency_ms": ref_ms, "reference_timing": ref_timing_label if ref_ms is not None else "not timed",
+                    "reference_latency_ms": ref_ms,
+                    "reference_timing": ref_timing_label if ref_ms is not None else "not timed",
                     "inputs": provenance["inputs"], "warnings": outcome.get("warnings", []),
-                    "wall_s": round(wall_s, 3), "prepare_s": round(prepare_s, 3)})
+                    "wall_s": round(wall_s, 3), "prepare_s": round(prepare_s, 3),
+                    "reference_s": round(reference_s, 3)})
                 res = PairResult(workload, sol, trace, outcome.get("warnings", []))
                 results.append(res)
                 bar.update(1)

@@ -44,6 +44,7 @@ def load_rows(out_dirs, definitions):
                         "hardware": ev.environment.hardware, "timestamp": ev.timestamp,
                         "libs": json.dumps(ev.environment.libs, sort_keys=True), "source": str(out_dir),
                         "warnings": "; ".join(e.get("warnings", [])),
+                        **{k: e.get(k, math.nan) for k in ("wall_s", "prepare_s", "reference_s")},
                     })
     df = pd.DataFrame(rows)
     if df.empty:
@@ -103,6 +104,19 @@ def track_scores(summary):
                      "track_score_vs_reference": float(best.mean_speedup_vs_reference.mean(skipna=False)),
                      "track_score_vs_baseline": float(best.mean_speedup_vs_baseline.mean(skipna=False))})
     return pd.DataFrame(rows)
+
+
+def run_time(df):
+    """Seconds the harness spent: per definition preparing workloads (inputs, reference outputs, and the
+    reference timing within that), and per solution running its pairs. '-' where a run did not record it."""
+    per_workload = df.drop_duplicates(["source", "definition", "uuid"])
+    prep = per_workload.groupby("definition", sort=False).agg(
+        workloads=("uuid", "size"), prepare_s=("prepare_s", lambda x: x.sum(min_count=1)),
+        of_which_reference_timing_s=("reference_s", lambda x: x.sum(min_count=1))).reset_index()
+    pairs = df.groupby(["definition", "solution"], sort=False).agg(
+        pairs=("uuid", "size"), pairs_s=("wall_s", lambda x: x.sum(min_count=1)),
+        mean_s_per_pair=("wall_s", "mean")).reset_index()
+    return prep, pairs
 
 
 def provenance(df):
@@ -204,6 +218,10 @@ def write_report(out_dir, definitions, sources=None, title="GDN track evaluation
            "", "Scores are gated: any workload that does not pass makes the solution's mean speedups 0. The track "
            "score takes each author's best solution per definition.", "",
            "## Track", "", _md_table(track), ""]
+    if df.wall_s.notna().any():
+        prep, pairs = run_time(df)
+        md += ["## Harness run time (s)", "", "From the harness extras; resumed and merged runs add up their parts.",
+               "", _md_table(prep, ".1f"), "", _md_table(pairs, ".2f"), ""]
     for definition, g in df.groupby("definition"):
         axes = [c for c in g.columns if c.startswith("axis_") and g[c].notna().any()]
         cols = ["uuid", *axes, "solution", "status", "latency_us", "reference_us", "speedup_vs_reference",

@@ -39,7 +39,12 @@ def test_budget_leaves_the_rest_unprofiled_and_the_report_says_so(tmp_path, caps
     row = summary.iloc[0]
     assert row.reference_profiled == 0 and math.isnan(row.mean_speedup_vs_reference)
     assert math.isnan(track.iloc[0].track_score_vs_reference)
-    assert "Reference latency missing" in (out / "report.md").read_text()
+    text = (out / "report.md").read_text()
+    assert "Reference latency missing" in text and "## Harness run time" in text
+    from harness.report import load_rows, run_time
+    prep, pairs = run_time(load_rows([tmp_path / "out"], [definition]))
+    assert prep.workloads.tolist() == [3] and prep.prepare_s.iloc[0] > 0
+    assert pairs.pairs.tolist() == [3] and pairs.pairs_s.iloc[0] > 0
 
 
 def test_resumed_run_takes_reference_latencies_from_its_traces(tmp_path):
