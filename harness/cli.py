@@ -45,6 +45,9 @@ def _eval_args(p):
     p.add_argument("--iterations", type=int, help="override the official timed iterations")
     p.add_argument("--trials", type=int, help="override the official trials")
     p.add_argument("--no-profile-baseline", action="store_true", help="do not time the reference")
+    p.add_argument("--reference-output-cache", action="store_true",
+                   help="keep each workload's inputs and reference outputs in .cache/payloads/ and reuse them in "
+                        "later runs (keyed by definition, workload, input bytes, seed, GPU model, torch version)")
     p.add_argument("--reference-budget", type=float, default=None, metavar="SECONDS",
                    help="stop timing uncached references after this many seconds (the rest: not profiled)")
     p.add_argument("--isolation", choices=["process", "worker", "none"], default="process",
@@ -65,6 +68,7 @@ def _setup(args, solution_args):
 
     from harness.dataset import Dataset
     from harness.evaluate import EvalOptions
+    from harness.builders import CACHE_ROOT
     from harness.runner import TimingConfig, official_timing
     from harness.solution_loader import resolve
 
@@ -93,18 +97,21 @@ def _setup(args, solution_args):
                        profile_baseline=not args.no_profile_baseline, resume=args.resume, seed=args.seed,
                        isolation=args.isolation, timer=args.timer, show_progress=not args.quiet,
                        strict=args.strict, prestart=args.prestart,
-                       reference_budget_s=args.reference_budget)
+                       reference_budget_s=args.reference_budget,
+                       payload_cache=CACHE_ROOT / "payloads" if args.reference_output_cache else None)
     return dataset, definition, workloads, solutions, opts
 
 
 def _run(dataset, definition, workloads, solutions, opts):
-    from harness.evaluate import DEVIATIONS, evaluate, summary_table
+    from harness.evaluate import DEVIATIONS, PAYLOAD_CACHE_NOTE, evaluate, summary_table
 
     print(f"definition {definition.name}: {len(workloads)} workloads x {len(solutions)} solutions on {opts.device}; "
           f"traces -> {opts.out_dir}/traces/")
     print("deliberate differences from the official evaluator:")
     for d in DEVIATIONS:
         print(f"  - {d}")
+    if opts.payload_cache:
+        print(f"  - {PAYLOAD_CACHE_NOTE}: {opts.payload_cache}")
     if not opts.device.startswith("cuda"):
         print("  - CPU device: latencies are wall-clock and NOT official figures")
     results = evaluate(dataset, definition, workloads, solutions, opts)

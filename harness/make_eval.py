@@ -64,6 +64,8 @@ def main(argv=None):
                     help="worker (default): one persistent child per solution, restarted after a crash; process "
                          "(official): a fresh child per pair, several times slower (child start-up) and with "
                          "children starting beside the timed calls")
+    ap.add_argument("--no-reference-output-cache", action="store_true",
+                    help="recompute reference outputs every run (default: kept in .cache/payloads/ and reused)")
     ap.add_argument("--reference-budget", type=float, default=None, metavar="SECONDS",
                     help="stop timing uncached references after this many seconds (the rest are reported as not "
                          "profiled; timed ones are cached in <out>/reference_latency.json for the next run)")
@@ -79,7 +81,8 @@ def main(argv=None):
     missing = ensure_packages()
     from harness.cli import select_workloads
     from harness.dataset import Dataset
-    from harness.evaluate import DEVIATIONS, EvalOptions, evaluate
+    from harness.builders import CACHE_ROOT
+    from harness.evaluate import DEVIATIONS, PAYLOAD_CACHE_NOTE, EvalOptions, evaluate
     from harness.jsonio import DataError
     from harness.report import write_report
     from harness.solution_loader import resolve
@@ -98,6 +101,8 @@ def main(argv=None):
     print(f"make eval on {torch.cuda.get_device_name()} -> {out}/ (timer: {timer})")
     for d in DEVIATIONS:
         print(f"  deliberate difference: {d}")
+    if not args.no_reference_output_cache:
+        print(f"  deliberate difference: {PAYLOAD_CACHE_NOTE}: {CACHE_ROOT / 'payloads'}")
     if args.reference_timing == "quick":
         print("  deliberate difference: the prefill reference is timed with 1 trial of 1 iteration (its Python loop "
               "is slow); --reference-timing official for 1/5/3")
@@ -128,7 +133,8 @@ def main(argv=None):
                            reference_timing=(QUICK_REFERENCE if args.reference_timing == "quick"
                                              and name in SLOW_REFERENCES else None),
                            isolation=args.isolation, reference_cache=out / "reference_latency.json",
-                           reference_budget_s=args.reference_budget)
+                           reference_budget_s=args.reference_budget,
+                           payload_cache=None if args.no_reference_output_cache else CACHE_ROOT / "payloads")
         print(f"{name}: {len(workloads)} workloads x {[s.name for s in sols]}")
         t1 = time.time()
         results = evaluate(dataset, definition, workloads, sols, opts)

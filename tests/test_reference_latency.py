@@ -57,3 +57,29 @@ def test_resumed_run_takes_reference_latencies_from_its_traces(tmp_path):
                       _opts(tmp_path, resume=True, reference_budget_s=0.0))
     assert _ref_ms(second) == timed
     assert len(json.loads((tmp_path / "ref.json").read_text())) == len(workloads)
+
+
+def test_payload_cache_reuses_reference_outputs_and_recomputes_what_changed(tmp_path):
+    import torch
+
+    ds, definition, workloads = _setup(tmp_path)
+    sol = Solution.from_json(toy_solution("a", BODY), "a")
+    cache = tmp_path / "payloads"
+    first = evaluate(ds, definition, workloads, [sol], _opts(tmp_path, payload_cache=cache))
+    assert [r.trace.evaluation.status.value for r in first] == ["PASSED"] * 3
+    files = sorted(cache.glob("*.pt"))
+    assert len(files) == len(workloads)
+    # Poison the kept reference outputs of one workload: a second run must use them (and so fail there)
+    victim = next(f for f in files if "w-blob" in f.name)
+    payload = torch.load(victim, weights_only=False)
+    payload["outputs"] = [[o + 100.0 for o in trial] for trial in payload["outputs"]]
+    torch.save(payload, victim)
+    damaged = next(f for f in files if "w-standin" in f.name)
+    damaged.write_bytes(b"not a payload")  # a damaged entry is recomputed, not fatal
+    second = evaluate(ds, definition, workloads, [sol], _opts(tmp_path, payload_cache=cache))
+    assert {r.workload.uuid: r.trace.evaluation.status.value for r in second} == {
+        "w-random": "PASSED", "w-blob": "INCORRECT_NUMERICAL", "w-standin": "PASSED"}
+    # Another seed is another payload: recomputed, so correct again
+    third = evaluate(ds, definition, workloads, [sol], _opts(tmp_path, payload_cache=cache, seed=1))
+    assert [r.trace.evaluation.status.value for r in third] == ["PASSED"] * 3
+    assert len(list(cache.glob("*.pt"))) == 2 * len(workloads)  # the seed also drives the fresh-input check
