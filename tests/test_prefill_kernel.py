@@ -147,3 +147,28 @@ def test_entry_point_signature():
     assert names == ["q", "k", "v", "state", "A_log", "a", "dt_bias", "b", "cu_seqlens", "scale",
                      "output", "new_state"]
     assert list(inspect.signature(pk.kernel_recurrent).parameters) == names
+
+
+# GPU: every entry of the launch table and the ablation on contest-sized shapes (production operand
+# precisions, official rule; errors must not grow with sequence length)
+LONG_CASES = {
+    "one-launch-T200": [0, 200],
+    "two-launch-T8192-N1": [0, 8192],
+    "two-launch-T8192-N3": [0, 5000, 5001, 8192],
+    "wide-T8192-N57": [round(i * 8192 / 57) for i in range(58)],
+}
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("cu", list(LONG_CASES.values()), ids=list(LONG_CASES))
+def test_gpu_launch_table_on_contest_shapes(cu):
+    cfg = pk._pick(cu[-1], len(cu) - 1)
+    assert cfg is (pk._ONE_LAUNCH_CFG if cu[-1] < 256 else
+                   pk._TWO_LAUNCH_CFG if len(cu) - 1 <= 39 else pk._TWO_LAUNCH_WIDE_CFG)
+    out_err, state_err = run_and_check(pk.kernel, cu, seed=7, out_atol=2e-3)
+    print(f"\n{cu[-1]} tokens, {len(cu) - 1} seqs: output max abs err {out_err:.3g}, state {state_err:.3g}")
+
+
+@pytest.mark.gpu
+def test_gpu_recurrent_ablation_long():
+    run_and_check(pk.kernel_recurrent, [0, 3000, 4096], seed=8)
