@@ -387,6 +387,11 @@ def _gdn_prep_kernel(
 #             serial per-sequence chain; BV=16 (N < 40) or BV=64 (N >= 40, many CTAs already)
 #   one-launch C=32/BV=32 on everything: 133.9 us mean; this table: ~84 us mean (GPU time,
 #   +~10 us assumed host gap before the second launch for short calls), T=8192: 245-300 us.
+# Harness run on the H200 (results/h200): 284-303 us on T=8192 with N=32-34, ~35 us at T=134.
+# Offline ptxas (sm_90, 4 warps; cuobjdump -res-usage): the chain kernel takes 236-255 registers
+# per thread, so at most 2 CTAs (8 warps) per SM: a latency-bound chain with little to hide it.
+# The one-launch config spills 160 B, the BV=64 one 480 B; capping registers (maxnreg 168 / 128)
+# spills 176-496 B; 8 warps still take 255. Cutting live state is the lead for the next tuning.
 # B200 (148 SMs, sm_100a): UNMEASURED. The thresholds (256 tokens, N = 40) and the V splits
 # come from H200 timings only; every entry is correct on any GPU (same code, mma.sync path).
 _ONE_LAUNCH_CFG = dict(C=32, BV=32, SB=16, num_warps=4, num_stages=2)
