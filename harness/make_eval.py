@@ -5,6 +5,7 @@ Installs only what is missing and only where a package index answers; on an offl
 with what is importable and names the rest. Without a GPU it says so and does not pretend to time."""
 import argparse
 import importlib.util
+import re
 import subprocess
 import sys
 import time
@@ -26,8 +27,11 @@ SLOW_REFERENCES = {"gdn_prefill_qk4_v8_d128_k_last"}  # the decode reference is 
 
 
 def gpu_slug(name):
-    """'NVIDIA H200' -> 'h200', 'NVIDIA B200' -> 'b200'."""
-    return name.replace("NVIDIA", "").strip().split()[0].lower() if name.strip() else "gpu"
+    """The results folder of a GPU: its model up to the first word with a digit, e.g. 'NVIDIA H200' ->
+    'h200', 'NVIDIA H100 80GB HBM3' -> 'h100', 'NVIDIA GeForce RTX 4090' -> 'geforce-rtx-4090'."""
+    words = [w.lower() for w in re.split(r"[\s_-]+", name.replace("NVIDIA", "")) if w]
+    cut = next((i for i, w in enumerate(words) if any(c.isdigit() for c in w)), len(words) - 1)
+    return "-".join(words[:cut + 1]) or "gpu"
 
 
 def ensure_packages():

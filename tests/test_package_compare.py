@@ -98,8 +98,10 @@ def test_compare_and_report(tmp_path, capsys):
     import pandas as pd
     wide = pd.read_csv(out / "compare" / "toy_axpy.csv")
     assert (wide["slow / fast"] > 5).all()  # 10 ms of sleep against microseconds
-    rc = main(["report", str(out), "--dataset", str(root), "--definition", "toy_axpy", "--out", str(tmp_path / "rep")])
+    rc = main(["report", str(out), "--dataset", str(root), "--definition", "toy_axpy", "--out", str(tmp_path / "rep"),
+               "--base", "slow", "--base", "not-in-these-traces"])
     assert rc == 0 and (tmp_path / "rep" / "report" / "report.md").exists()
+    assert "fast / slow" in (tmp_path / "rep" / "compare" / "toy_axpy.md").read_text()
 
 
 def test_report_refuses_mixed_timers(tmp_path, capsys):

@@ -1,0 +1,68 @@
+"""`make eval`'s driver: what it does without a GPU, and the options it hands the evaluation loop
+(the loop itself is tested elsewhere; here it is replaced by a recorder)."""
+import pytest
+import torch
+
+from harness import make_eval
+from harness.builders import CACHE_ROOT
+from harness.runner import TimingConfig
+
+
+def test_without_a_gpu_it_says_so_and_points_to_the_cpu_mode(monkeypatch, capsys):
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    assert make_eval.main([]) == 2
+    out = capsys.readouterr().out
+    assert "needs a CUDA GPU" in out and "--device cpu" in out
+
+
+@pytest.mark.parametrize("name, slug", [("NVIDIA H200", "h200"), ("NVIDIA B200", "b200"),
+                                        ("NVIDIA H100 80GB HBM3", "h100"), ("NVIDIA A100-SXM4-80GB", "a100"),
+                                        ("NVIDIA GeForce RTX 4090", "geforce-rtx-4090"), ("", "gpu")])
+def test_gpu_slug(name, slug):
+    assert make_eval.gpu_slug(name) == slug
+
+
+@pytest.fixture
+def recorded(monkeypatch):
+    """make_eval.main on a pretend GPU host; returns the calls it made to evaluate()."""
+    import harness.evaluate
+    import harness.package
+    import harness.timing_cuda
+
+    calls = []
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    monkeypatch.setattr(torch.cuda, "get_device_name", lambda *a: "NVIDIA H200")
+    monkeypatch.setattr(make_eval, "ensure_packages", lambda: [])
+    monkeypatch.setattr(harness.timing_cuda, "resolve_timer", lambda timer: "cupti")
+    monkeypatch.setattr(harness.package, "write_ablation", lambda: "ablation")
+    monkeypatch.setattr(harness.evaluate, "evaluate",
+                        lambda ds, d, w, sols, opts: calls.append((d.name, [s.name for s in sols], len(w), opts)) or [])
+    return calls
+
+
+def test_defaults_hand_the_loop_what_the_readme_says(recorded, tmp_path, capsys):
+    assert make_eval.main(["--out", str(tmp_path), "--no-report"]) == 0
+    (dec, dec_sols, dec_n, dec_opts), (pre, pre_sols, pre_n, pre_opts) = recorded
+    assert (dec, dec_n, pre, pre_n) == ("gdn_decode_qk4_v8_d128_k_last", 54, "gdn_prefill_qk4_v8_d128_k_last", 100)
+    assert dec_sols == ["gdn-harness-decode", "flashinfer-gdn-decode"]
+    assert pre_sols == ["gdn-harness-prefill", "flashinfer-gdn-prefill", "gdn-harness-prefill-recurrent"]
+    for opts in (dec_opts, pre_opts):
+        assert opts.device == "cuda" and opts.resume and opts.isolation == "worker"
+        assert opts.reference_cache == tmp_path / "reference_latency.json"
+        assert opts.payload_cache == CACHE_ROOT / "payloads" and opts.reference_budget_s is None
+    assert dec_opts.reference_timing is None                      # the decode reference: as officially
+    assert pre_opts.reference_timing == TimingConfig(0, 1, 1)     # the prefill reference: 1 x 1
+    out = capsys.readouterr().out
+    assert "persistent child" in out and "reference outputs are reused" in out and "1 trial of 1 iteration" in out
+
+
+def test_options_override_the_defaults(recorded, tmp_path):
+    args = ["--out", str(tmp_path), "--no-report", "--no-extras", "--isolation", "process", "--no-resume",
+            "--no-reference-output-cache", "--reference-budget", "30", "--reference-timing", "official",
+            "--definitions", "gdn_prefill_qk4_v8_d128_k_last", "--workloads", "0-4"]
+    assert make_eval.main(args) == 0
+    ((name, sols, n, opts),) = recorded
+    assert name == "gdn_prefill_qk4_v8_d128_k_last" and n == 5
+    assert sols == ["gdn-harness-prefill", "flashinfer-gdn-prefill"]
+    assert opts.isolation == "process" and not opts.resume and opts.payload_cache is None
+    assert opts.reference_budget_s == 30 and opts.reference_timing is None
