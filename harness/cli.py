@@ -163,7 +163,7 @@ def cmd_report(args):
         raise DataError("report", f"these runs used different timers {timers}; their figures are not comparable",
                         "pass --allow-mixed-timers to merge them anyway (each row keeps its timer)")
     out, summary, track, _ = write_report(args.out, definitions, sources=args.runs, dataset=dataset)
-    print(summary.to_string(index=False))
+    print(summary.drop(columns=["provenance"]).to_string(index=False))
     if args.base:
         from harness.compare import write_comparison
         for definition in definitions:

@@ -1,11 +1,12 @@
 """Side-by-side comparison of several solutions evaluated in one run (same inputs, timer and GPU):
 latencies per workload, ratios to a base solution, per-bucket summaries, win/loss, the all-pass gate."""
 import math
+import textwrap
 from pathlib import Path
 
 import pandas as pd
 
-from harness.report import _md_table, load_rows, provenance
+from harness.report import _md_table, load_rows, provenance, provenance_line
 
 T_BUCKETS = [(0, 64, "T<64"), (64, 512, "T<512"), (512, 2048, "T<2048"), (2048, 8192, "T<8192"),
              (8192, math.inf, "T=8192")]
@@ -71,8 +72,9 @@ def write_comparison(out_dir, definition, base, sources=None):
         raise ValueError("no traces to compare")
     wide, buckets, summary = comparison_tables(df, base)
     stem = definition.name
-    wide.to_csv(out / f"{stem}.csv", index=False)
-    buckets.to_csv(out / f"{stem}_buckets.csv", index=False)
+    line = provenance_line(df)
+    wide.assign(provenance=line).to_csv(out / f"{stem}.csv", index=False)
+    buckets.assign(provenance=line).to_csv(out / f"{stem}_buckets.csv", index=False)
     prov = provenance(df)
     md = [f"# Comparison on {stem} (base: {base})", "", "## Provenance", ""]
     md += [f"- {k}: {v}" for k, v in prov.items()]
@@ -81,11 +83,11 @@ def write_comparison(out_dir, definition, base, sources=None):
            _md_table(summary), "", "## By bucket", "", _md_table(buckets), "", f"![{stem}]({stem}.png)", "",
            "## Per workload", "", _md_table(wide.assign(uuid=wide.uuid.str[:8]), ".4g"), ""]
     (out / f"{stem}.md").write_text("\n".join(md) + "\n")
-    _plot(wide, buckets, base, out / f"{stem}.png", stem)
+    _plot(wide, buckets, base, out / f"{stem}.png", stem, line)
     return out, summary, buckets
 
 
-def _plot(wide, buckets, base, path, title):
+def _plot(wide, buckets, base, path, title, footer):
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
@@ -99,6 +101,7 @@ def _plot(wide, buckets, base, path, title):
     ax.set(ylabel="mean latency (us)", yscale="log", title=f"{title} (base {base})")
     ax.legend(fontsize=8)
     ax.grid(alpha=0.3, axis="y")
-    fig.tight_layout()
+    fig.tight_layout(rect=(0, 0.08, 1, 1))
+    fig.text(0.01, 0.01, textwrap.fill(footer, 170), fontsize=6, color="dimgray")
     fig.savefig(path, dpi=110)
     plt.close(fig)

@@ -2,6 +2,7 @@
 baseline, win rate, all-pass gate, track score), plots, and the provenance of every figure."""
 import json
 import math
+import textwrap
 from pathlib import Path
 
 import pandas as pd
@@ -89,6 +90,7 @@ def summarize(df):
             "mean_divergence": float(g.divergence[passed].mean()) if len(lat) else math.nan,
             "max_abs_error": float(g.max_abs_error.max()), "max_rel_error": float(g.max_rel_error.max()),
             "timer": ", ".join(sorted(set(g.timer))), "inputs": ", ".join(sorted(set(g.inputs))),
+            "provenance": provenance_line(g),
         })
     return pd.DataFrame(out)
 
@@ -133,6 +135,19 @@ def provenance(df):
             "sources": sorted(set(df.source))}
 
 
+def provenance_line(df):
+    """One line for CSV columns and plot footers: GPU, software, timer, harness commit, inputs, dates."""
+    libs = {}
+    for text in df.libs.unique():
+        for k, v in json.loads(text).items():
+            libs.setdefault(k, set()).add(str(v))
+    get = lambda k: "/".join(sorted(libs.get(k, {"?"})))  # noqa: E731
+    return (f"{'/'.join(sorted(set(df.hardware)))} ({get('sm_count')} SMs), driver {get('driver')}, "
+            f"CUDA {get('cuda')}, torch {get('torch')}, Triton {get('triton')}, FlashInfer {get('flashinfer')}, "
+            f"harness {get('harness')}; timer {'/'.join(sorted(set(df.timer)))}; inputs "
+            f"{'/'.join(sorted(set(df.inputs)))}; {str(df.timestamp.min())[:10]}..{str(df.timestamp.max())[:10]}")
+
+
 def _md_table(df, floatfmt=".3f"):
     cols = list(df.columns)
     lines = ["| " + " | ".join(cols) + " |", "|" + "---|" * len(cols)]
@@ -168,7 +183,8 @@ def _plots(df, out):
         for ax in axes:
             ax.legend(fontsize=8)
             ax.grid(alpha=0.3)
-        fig.tight_layout()
+        fig.tight_layout(rect=(0, 0.07, 1, 1))
+        fig.text(0.01, 0.01, textwrap.fill(provenance_line(g), 230), fontsize=6.5, color="dimgray")
         p = out / f"{definition}.png"
         fig.savefig(p, dpi=110)
         plt.close(fig)
@@ -191,7 +207,7 @@ def write_report(out_dir, definitions, sources=None, title="GDN track evaluation
                             for r in summary.itertuples()}
     track = track_scores(summary)
     for definition, g in df.groupby("definition"):
-        g.drop(columns=["libs"]).to_csv(out / f"{definition}.csv", index=False)
+        g.to_csv(out / f"{definition}.csv", index=False)  # libs: each row's full provenance (JSON)
     summary.to_csv(out / "summary.csv", index=False)
     records = lambda t: [{k: encode_float(v) for k, v in r.items()} for r in t.to_dict("records")]  # noqa: E731
     write_json_atomic(out / "summary.json", {"provenance": prov, "summary": records(summary),
