@@ -4,6 +4,7 @@ import shutil
 from pathlib import Path
 
 import pytest
+import torch
 
 from harness.cli import main
 from harness.dataset import Dataset
@@ -102,6 +103,11 @@ def test_compare_and_report(tmp_path, capsys):
                "--base", "slow", "--base", "not-in-these-traces"])
     assert rc == 0 and (tmp_path / "rep" / "report" / "report.md").exists()
     assert "fast / slow" in (tmp_path / "rep" / "compare" / "toy_axpy.md").read_text()
+    summary = pd.read_csv(tmp_path / "rep" / "report" / "summary.csv")
+    per_workload = pd.read_csv(tmp_path / "rep" / "report" / "toy_axpy.csv")
+    buckets = pd.read_csv(tmp_path / "rep" / "compare" / "toy_axpy_buckets.csv")
+    assert all(f"torch {torch.__version__}" in text for text in [*summary.provenance, *buckets.provenance])
+    assert all(json.loads(libs)["torch"] == torch.__version__ for libs in per_workload.libs)
 
 
 def test_report_refuses_mixed_timers(tmp_path, capsys):
