@@ -64,6 +64,8 @@ def main(argv=None):
     ap.add_argument("--no-report", action="store_true")
     ap.add_argument("--no-extras", action="store_true",
                     help="only ours and the baseline (not our other solutions in the dataset, e.g. the ablation)")
+    ap.add_argument("--peers", action="store_true",
+                    help="also evaluate the other authors' solutions in the dataset (e.g. the FLA peers)")
     ap.add_argument("--isolation", choices=["process", "worker"], default="worker",
                     help="worker (default): one persistent child per solution, restarted after a crash; process "
                          "(official): a fresh child per pair, several times slower (child start-up) and with "
@@ -132,6 +134,9 @@ def main(argv=None):
         if not args.no_extras:
             sols += [s for s in dataset.solutions(name)
                      if s.author == OUR_AUTHOR and s.name not in {x.name for x in sols}]
+        if args.peers:
+            sols += [s for s in dataset.solutions(name)
+                     if s.author not in (OUR_AUTHOR, "baseline") and s.name not in {x.name for x in sols}]
         workloads = select_workloads(dataset.workloads(definition), args.workloads)
         opts = EvalOptions(device="cuda", out_dir=out, resume=not args.no_resume, timer=args.timer,
                            reference_timing=(QUICK_REFERENCE if args.reference_timing == "quick"

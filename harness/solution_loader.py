@@ -1,6 +1,6 @@
 """Resolve what a user names as a solution: a JSON file, a starter-kit folder, a dataset root, or a
-built-in name: reference (the definition's own code), ours (submission/<definition>/), baseline (the
-FlashInfer baseline solutions of the dataset, author 'baseline')."""
+built-in name: reference (the definition's own code), ours (submission/<definition>/), or the name of an
+author in the dataset: baseline (the FlashInfer baselines), fla (the FLA peers), gdn-harness, ..."""
 from pathlib import Path
 
 from harness.jsonio import DataError
@@ -25,15 +25,16 @@ def resolve(arg, definition, dataset):
         return [reference_solution(definition)]
     if arg == "ours":
         return [load_starter_kit(SUBMISSION / definition.name)]
+    by_author = [s for s in dataset.solutions(definition.name) if s.author == arg]
+    if by_author:
+        return by_author
     if arg == "baseline":
-        sols = [s for s in dataset.solutions(definition.name) if s.author == "baseline"]
-        if not sols:
-            raise DataError(dataset.root / "solutions", f"no baseline solution for {definition.name!r}")
-        return sols
+        raise DataError(dataset.root / "solutions", f"no baseline solution for {definition.name!r}")
     path = Path(arg)
     if not path.exists():
-        raise DataError(arg, "no such solution file or folder",
-                        "give a solution .json, a starter-kit folder, a dataset root, or reference/ours/baseline")
+        raise DataError(arg, "no such solution file or folder, and no author of that name in the dataset",
+                        "give a solution .json, a starter-kit folder, a dataset root, reference, ours, or an "
+                        "author (baseline, fla, ...)")
     if path.is_file():
         sols = [Solution.load(path)]
     elif is_starter_kit(path):

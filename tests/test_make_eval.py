@@ -66,3 +66,24 @@ def test_options_override_the_defaults(recorded, tmp_path):
     assert sols == ["gdn-harness-prefill", "flashinfer-gdn-prefill"]
     assert opts.isolation == "process" and not opts.resume and opts.payload_cache is None
     assert opts.reference_budget_s == 30 and opts.reference_timing is None
+
+
+def test_peers_flag_adds_the_other_authors(recorded, tmp_path):
+    assert make_eval.main(["--out", str(tmp_path), "--no-report", "--peers"]) == 0
+    (_, dec_sols, _, _), (_, pre_sols, _, _) = recorded
+    assert dec_sols[-1] == "fla-gdn-decode" and pre_sols[-1] == "fla-gdn-prefill"
+
+
+@pytest.mark.parametrize("definition", ["gdn_decode_qk4_v8_d128_k_last", "gdn_prefill_qk4_v8_d128_k_last"])
+def test_fla_peers_resolve_by_author_and_fit_the_signature(definition):
+    """The FLA peers (run on a GPU only) are valid solutions of their definition, named by their author."""
+    from harness.dataset import Dataset
+    from harness.package import validate
+    from harness.solution_loader import resolve
+
+    ds = Dataset()
+    d = ds.definition(definition)
+    (sol,) = resolve("fla", d, ds)
+    assert sol.author == "fla" and not sol.spec.destination_passing_style
+    validate(sol, d, sol.name)  # entry point present, value-returning with one parameter per input
+    assert [s.author for s in resolve("baseline", d, ds)] == ["baseline"]
