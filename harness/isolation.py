@@ -22,6 +22,13 @@ from harness.trace import Status
 LOG_LIMIT = 5 * 1024 * 1024  # bytes of child output kept in a trace log: the head, as officially
 
 
+def use_triton_interpreter(device):
+    """On the CPU, Triton kernels can only run through its interpreter; the switch must be set before a
+    solution's module applies @triton.jit. Never on a GPU."""
+    if not device.startswith("cuda"):
+        os.environ["TRITON_INTERPRET"] = "1"
+
+
 def _child_main(conn, log_path, device, one_shot):
     # Everything the solution prints, from Python or from C, lands in the log file.
     fd = os.open(log_path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
@@ -29,6 +36,7 @@ def _child_main(conn, log_path, device, one_shot):
     os.dup2(fd, 2)
     sys.stdout = os.fdopen(1, "w", buffering=1, closefd=False)
     sys.stderr = os.fdopen(2, "w", buffering=1, closefd=False)
+    use_triton_interpreter(device)
     from harness.runner import run_job  # the slow part of start-up (torch), done while idle
 
     if device.startswith("cuda"):
@@ -126,6 +134,7 @@ class Runner:
     def run(self, job):
         if self.mode == "none":
             from harness.runner import run_job
+            use_triton_interpreter(self.device)
             return run_job(job).to_dict(), ""
         if self.mode == "process":
             for dead in [c for c in self.spares if not c.proc.is_alive()]:

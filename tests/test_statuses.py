@@ -145,3 +145,34 @@ def test_worker_mode_keeps_one_child_per_solution_and_replaces_a_crashed_one(tmp
         pids.setdefault(name, set()).add(pid)
     assert len(pids["a"]) == 1 and len(pids["b"]) == 1 and pids["a"] != pids["b"]
     assert len(pids["crashy"]) == 2  # a fresh child after the crash
+
+
+TRITON_AXPY = """
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def _axpy(x, y, z, alpha, n, BLOCK: tl.constexpr):
+    offs = tl.arange(0, BLOCK)
+    m = offs < n
+    tl.store(z + offs, tl.load(x + offs, mask=m) + alpha * tl.load(y + offs, mask=m), mask=m)
+
+
+def run(x, y, alpha, z):
+    _axpy[(1,)](x, y, z, float(alpha), x.numel(), BLOCK=64)
+"""
+
+
+@pytest.mark.parametrize("isolation", ["process", "worker", "none"])
+def test_triton_solution_runs_on_cpu_without_the_user_setting_the_interpreter(tmp_path, monkeypatch, isolation):
+    """`--device cpu` promises Triton kernels through the interpreter: the harness sets the switch itself."""
+    monkeypatch.delenv("TRITON_INTERPRET", raising=False)
+    root = make_toy_root(tmp_path / "toy")
+    ds = Dataset(root)
+    definition = ds.definition("toy_axpy")
+    sol = Solution.from_json(toy_solution("tri", TRITON_AXPY, language="triton"), "tri")
+    opts = EvalOptions(device="cpu", out_dir=tmp_path / "o", timing=TimingConfig(0, 1, 1), show_progress=False,
+                       isolation=isolation)
+    results = evaluate(ds, definition, ds.workloads(definition), [sol], opts)
+    assert [r.trace.evaluation.status.value for r in results] == ["PASSED"] * 3, results[0].trace.evaluation.log[-800:]
