@@ -36,8 +36,10 @@ def comparison_tables(df, base):
         raise ValueError(f"base solution {base!r} is not among {sorted(set(df.solution))}")
     df = df.copy()
     df["bucket"] = df.apply(bucket_of, axis=1)
-    lat = df.pivot_table(index=["uuid", "bucket"], columns="solution", values="latency_us", aggfunc="last")
     status = df.pivot_table(index=["uuid", "bucket"], columns="solution", values="status", aggfunc="last")
+    # on the status grid: a solution that failed everywhere (no latency at all) keeps its column and row
+    lat = df.pivot_table(index=["uuid", "bucket"], columns="solution", values="latency_us",
+                         aggfunc="last").reindex(index=status.index, columns=status.columns)
     wide = lat.copy()
     for s in lat.columns:
         if s != base:

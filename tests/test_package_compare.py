@@ -90,12 +90,16 @@ def test_compare_and_report(tmp_path, capsys):
     slow = tmp_path / "slow.json"
     slow.write_text(json.dumps(toy_solution("slow", "import time\ndef run(x, y, alpha, z):\n    time.sleep(0.01)\n"
                                                     "    z.copy_(x + alpha * y)\n")))
+    broken = tmp_path / "broken.json"
+    broken.write_text(json.dumps(toy_solution("broken", "def run(x, y, alpha, z):\n    raise ValueError('no')\n")))
     out = tmp_path / "cmp"
     rc = main(["compare", "--dataset", str(root), "--definition", "toy_axpy", "--device", "cpu", "--quiet",
-               "--iterations", "3", "--warmup", "0", "--out", str(out), "--base", "fast", str(fast), str(slow)])
+               "--iterations", "3", "--warmup", "0", "--out", str(out), "--base", "fast", str(fast), str(slow),
+               str(broken)])
     assert rc == 0
     text = (out / "compare" / "toy_axpy.md").read_text()
     assert "slow / fast" in text and "wins vs fast" in text
+    assert "| broken | False | 0 | 3 |" in text  # failed everywhere: still listed, gated
     import pandas as pd
     wide = pd.read_csv(out / "compare" / "toy_axpy.csv")
     assert (wide["slow / fast"] > 5).all()  # 10 ms of sleep against microseconds
