@@ -417,6 +417,21 @@ _RECURRENT_CFG = dict(C=64, BV=16, num_warps=1, num_stages=1)
 _MMA_ENV = {"DISABLE_MMA_V3": "1", "DISABLE_MMA_V5": "1"}
 
 
+_WORKSPACES = {}
+
+
+def _workspace(numel, dtype, device):
+    """The two-launch workspace, kept between calls (grown when a call needs more): no allocation in the
+    call. Every slot the second launch reads was written by the first launch of the same call, so what a
+    previous call left there is never read. Calls are assumed to run on one stream at a time."""
+    key = (str(device), dtype)
+    buf = _WORKSPACES.get(key)
+    if buf is None or buf.numel() < numel:
+        buf = torch.empty((numel,), dtype=dtype, device=device)
+        _WORKSPACES[key] = buf
+    return buf[:numel]
+
+
 def _pick(T, N):
     for max_t, max_n, cfg in _LAUNCH_TABLE:
         if (max_t is None or T <= max_t) and (max_n is None or N <= max_n):
@@ -454,9 +469,9 @@ def _launch(algo, q, k, v, state, A_log, a, dt_bias, b, cu_seqlens, scale, outpu
     wp = output
     if use_ws:
         nslot = T // C + N + 1
-        ws = torch.empty((nslot * HV * C * C,), dtype=torch.float32, device=q.device)
+        ws = _workspace(nslot * HV * C * C, torch.float32, q.device)
         if ws_p:
-            wp = torch.empty((nslot * HV * C * C,), dtype=torch.bfloat16, device=q.device)
+            wp = _workspace(nslot * HV * C * C, torch.bfloat16, q.device)
     saved = {}
     if on_gpu:
         for key, val in _MMA_ENV.items():
