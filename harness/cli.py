@@ -50,6 +50,9 @@ def _eval_args(p):
                         "later runs (keyed by definition, workload, input bytes, seed, GPU model, torch version)")
     p.add_argument("--reference-budget", type=float, default=None, metavar="SECONDS",
                    help="stop timing uncached references after this many seconds (the rest: not profiled)")
+    p.add_argument("--prepare-jobs", type=int, default=1, metavar="N",
+                   help="make inputs and reference outputs in N processes before timing starts (default 1: one "
+                        "workload at a time, inside the loop)")
     p.add_argument("--isolation", choices=["process", "worker", "none"], default="process",
                    help="process: fresh subprocess per pair (official); worker: one persistent child")
     p.add_argument("--timer", choices=["auto", "cupti", "events"], default="auto",
@@ -97,7 +100,7 @@ def _setup(args, solution_args):
                        profile_baseline=not args.no_profile_baseline, resume=args.resume, seed=args.seed,
                        isolation=args.isolation, timer=args.timer, show_progress=not args.quiet,
                        strict=args.strict, prestart=args.prestart,
-                       reference_budget_s=args.reference_budget,
+                       reference_budget_s=args.reference_budget, prepare_jobs=max(1, args.prepare_jobs),
                        payload_cache=CACHE_ROOT / "payloads" if args.reference_output_cache else None)
     return dataset, definition, workloads, solutions, opts
 

@@ -63,6 +63,7 @@ class EvalOptions:
     reference_cache: Path | None = None         # reference latency cache file (None: .cache/)
     reference_budget_s: float | None = None     # stop timing uncached references after this many seconds
     payload_cache: Path | None = None           # keep inputs + reference outputs here for later runs (None: off)
+    prepare_jobs: int = 1                       # processes preparing payloads before the loop (1: in the loop)
 
 
 @dataclass
@@ -120,25 +121,32 @@ def payload_key(definition, workload, digest, opts, trials):
     return hashlib.sha256(json.dumps(parts, sort_keys=True, default=str).encode()).hexdigest()[:20]
 
 
-def prepare_workload(dataset, definition, workload, opts, payload_dir):
-    """Trial inputs (CPU copies) and reference outputs; returns (payload path, provenance dict, ref fn, inputs,
-    whether the payload is kept in the cache)."""
+def default_prepare_jobs():
+    """Half the cores, at most 8 (each preparer holds a CUDA context and a copy of the inputs)."""
+    return max(1, min(8, (os.cpu_count() or 2) // 2))
+
+
+def payload_path(cache_dir, definition, workload, digest, opts, trials):
+    key = payload_key(definition, workload, digest, opts, trials)
+    return Path(cache_dir) / f"{definition.name}-{workload.uuid}-{key}.pt"
+
+
+def prepare_workload(dataset, definition, workload, opts, cache_dir):
+    """Trial inputs (CPU copies) and reference outputs, written to (or found in) `cache_dir`; returns
+    (payload path, provenance dict, ref fn, inputs)."""
     blobs = load_blobs(dataset, definition, workload, synthesize=opts.synthesize)
     timing = opts.timing or official_timing(definition.name)
     random = any(s.type == "random" for s in workload.inputs.values())
     ref = load_reference(definition)
     provenance = {"inputs": "stand-in" if blobs.standin else ("real" if blobs.files else "random"),
                   "digest": _digest(blobs.files) if blobs.files else f"seed{opts.seed}"}
-    path = Path(payload_dir) / f"{workload.uuid}.pt"
-    if opts.payload_cache:
-        key = payload_key(definition, workload, provenance["digest"], opts, timing.trials)
-        path = Path(opts.payload_cache) / f"{definition.name}-{workload.uuid}-{key}.pt"
-        if path.exists():
-            try:
-                trials_in = torch.load(path, map_location="cpu", weights_only=False)["inputs"]
-                return path, provenance, ref, trials_in, True
-            except Exception:  # a damaged entry is recomputed
-                path.unlink(missing_ok=True)
+    path = payload_path(cache_dir, definition, workload, provenance["digest"], opts, timing.trials)
+    if path.exists():
+        try:
+            trials_in = torch.load(path, map_location="cpu", weights_only=False)["inputs"]
+            return path, provenance, ref, trials_in
+        except Exception:  # a damaged entry is recomputed
+            path.unlink(missing_ok=True)
     trials_in, trials_out = [], []
     for t in range(timing.trials):
         if t and not random:
@@ -158,14 +166,50 @@ def prepare_workload(dataset, definition, workload, opts, payload_dir):
                                                     for x in fresh_in])
     payload = {"inputs": trials_in, "outputs": trials_out,
                "fresh": {"inputs": fresh_in, "outputs": [o.cpu() for o in fresh_out]}}
-    if opts.payload_cache:  # whole or absent: written aside, then renamed
-        path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_suffix(f".tmp{os.getpid()}")
-        torch.save(payload, tmp)
-        os.replace(tmp, path)
-    else:
-        torch.save(payload, path)
-    return path, provenance, ref, trials_in, bool(opts.payload_cache)
+    # whole or absent: written aside, then renamed (a parallel preparer may write the same entry)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(f".tmp{os.getpid()}")
+    torch.save(payload, tmp)
+    os.replace(tmp, path)
+    return path, provenance, ref, trials_in
+
+
+def _prepare_in_child(root, definition_name, workload, opts, cache_dir):
+    """One payload, in a preparer process; returns (uuid, seconds, error text or None)."""
+    from harness.dataset import Dataset
+
+    start = time.monotonic()
+    try:
+        dataset = Dataset(root)
+        prepare_workload(dataset, dataset.definition(definition_name), workload, opts, cache_dir)
+        return workload.uuid, time.monotonic() - start, None
+    except Exception as exc:  # the serial pass meets it again and reports it in context
+        return workload.uuid, time.monotonic() - start, f"{type(exc).__name__}: {exc}"
+
+
+def prepare_in_parallel(dataset, definition, workloads, opts, cache_dir):
+    """Inputs and reference outputs of `workloads` in `opts.prepare_jobs` processes at once, before any
+    timing starts (the reference is a host-bound loop of small launches: the GPU has room for several, and
+    nothing is being timed yet). Returns {uuid: seconds that workload took in its process}."""
+    import concurrent.futures
+    import multiprocessing
+
+    jobs = min(opts.prepare_jobs, len(workloads))
+    seconds = {}
+    bar = tqdm(total=len(workloads), desc=f"{definition.name}: preparing ({jobs} processes)", unit="workload",
+               disable=not opts.show_progress, mininterval=0.1 if sys.stderr.isatty() else 30.0,
+               ascii=not sys.stderr.isatty())
+    with concurrent.futures.ProcessPoolExecutor(jobs, mp_context=multiprocessing.get_context("spawn")) as pool:
+        futures = [pool.submit(_prepare_in_child, dataset.root, definition.name, w, opts, cache_dir)
+                   for w in workloads]
+        for fut in concurrent.futures.as_completed(futures):
+            uuid, secs, error = fut.result()
+            seconds[uuid] = secs
+            if error:
+                print(f"{definition.name}: preparing {uuid} failed in its process ({error}); it is retried in order")
+            bar.update(1)
+    bar.close()
+    return seconds
 
 
 def perturb(inputs, seed):
@@ -259,80 +303,104 @@ def make_trace(definition, workload, solution, outcome, log, ref_ms, env):
     return Trace(definition.name, workload, solution.name, evaluation)
 
 
-def evaluate(dataset, definition, workloads, solutions, opts):
-    """Evaluate solutions on workloads, interleaved per workload. Returns PairResults in order."""
+def evaluate(dataset, definition, workloads, solutions, opts, stats=None):
+    """Evaluate solutions on workloads, interleaved per workload. Returns PairResults in order; `stats`
+    (a dict, if given) receives the run's own times: parallel preparation, reference timing, whole loop."""
     out_dir = Path(opts.out_dir)
     done = done_pairs(out_dir, solutions, definition) if opts.resume else set()
     cache = ReferenceLatencyCache(opts.reference_cache) if opts.reference_cache else ReferenceLatencyCache()
-    ref_spent, ref_skipped = 0.0, 0
     results = []
-    total = len(workloads) * len(solutions)
-    # On a terminal a live bar; in a log file (a GPU job) one line every 30 s at most.
-    tty = sys.stderr.isatty()
-    bar = tqdm(total=total, desc=definition.name, unit="pair", disable=not opts.show_progress, leave=True,
-               mininterval=0.1 if tty else 30.0, ascii=not tty)
     timing = opts.timing or official_timing(definition.name)
     ref_cfg = opts.reference_timing or timing
     ref_timing_label = f"{ref_cfg.warmup}/{ref_cfg.iters}/{ref_cfg.trials}" if opts.profile_baseline else "not timed"
     if opts.profile_baseline and opts.resume:
         seed_reference_cache(cache, out_dir, definition, opts, ref_timing_label)
-    with Runner(opts.isolation, opts.device, opts.timeout, opts.prestart) as runner, \
-            tempfile.TemporaryDirectory(prefix="gdn-payload-") as payload_dir:
-        for workload in workloads:
-            todo = [s for s in solutions if (s.name, workload.uuid) not in done]
-            for s in solutions:
-                if s not in todo:
-                    results.append(PairResult(workload, s, None, skipped=True))
-                    bar.update(1)
-            if not todo:
-                continue
-            prep_start = time.monotonic()
-            path, provenance, ref, trial_inputs, kept = prepare_workload(dataset, definition, workload, opts,
-                                                                         payload_dir)
-            ref_ms, reference_s = None, 0.0
-            if opts.profile_baseline:
-                measure = opts.reference_budget_s is None or ref_spent < opts.reference_budget_s
-                ref_start = time.monotonic()
-                ref_ms = time_reference(ref, definition, workload, trial_inputs, opts, provenance, cache, measure)
-                reference_s = time.monotonic() - ref_start
-                ref_spent += reference_s
-                ref_skipped += ref_ms is None
-            prepare_s = time.monotonic() - prep_start  # inputs, reference outputs, reference timing (reference_s)
-            for sol in todo:
-                job = Job(definition.to_json(), sol.to_json(), workload.to_json(), str(path), opts.device,
-                          opts.tolerance, timing, opts.timer, strict=opts.strict)
-                pair_start = time.monotonic()
-                outcome, log = runner.run(job)
-                wall_s = time.monotonic() - pair_start
-                libs = dict(environment.libs(opts.device))
-                libs["inputs"] = provenance["inputs"]
-                libs["input_digest"] = provenance["digest"]
-                if outcome.get("timer"):
-                    libs["timer"] = outcome["timer"]
-                env = Environment(environment.hardware(opts.device), libs)
-                trace = make_trace(definition, workload, sol, outcome, log, ref_ms, env)
-                append_trace(trace_path(out_dir, sol.author, definition.op_type, definition.name), trace)
-                append_jsonl(extras_path(out_dir, definition.name), {
-                    "solution": sol.name, "author": sol.author, "workload": workload.uuid,
-                    "status": outcome["status"], "latency_ms": outcome.get("latency_ms"),
-                    "event_ms": outcome.get("event_ms"), "timer": outcome.get("timer"),
-                    "reference_latency_ms": ref_ms,
-                    "reference_timing": ref_timing_label if ref_ms is not None else "not timed",
-                    "inputs": provenance["inputs"], "warnings": outcome.get("warnings", []),
-                    "wall_s": round(wall_s, 3), "prepare_s": round(prepare_s, 3),
-                    "reference_s": round(reference_s, 3)})
-                res = PairResult(workload, sol, trace, outcome.get("warnings", []))
-                results.append(res)
-                bar.update(1)
-                bar.set_postfix_str(f"{sol.name}: {outcome['status']}", refresh=tty)
-            if not kept:
-                os.unlink(path)
-    bar.close()
+    run_start = time.monotonic()
+    with tempfile.TemporaryDirectory(prefix="gdn-payload-") as payload_dir:
+        cache_dir = opts.payload_cache or payload_dir   # without a cache, payloads live for this run only
+        need = [w for w in workloads if any((s.name, w.uuid) not in done for s in solutions)]
+        prepared = {}
+        if opts.prepare_jobs > 1 and len(need) > 1:
+            t = time.monotonic()
+            prepared = prepare_in_parallel(dataset, definition, need, opts, cache_dir)
+            if stats is not None:
+                stats["parallel_prepare_s"] = round(time.monotonic() - t, 3)
+        # On a terminal a live bar; in a log file (a GPU job) one line every 30 s at most.
+        tty = sys.stderr.isatty()
+        bar = tqdm(total=len(workloads) * len(solutions), desc=definition.name, unit="pair",
+                   disable=not opts.show_progress, leave=True, mininterval=0.1 if tty else 30.0, ascii=not tty)
+        with Runner(opts.isolation, opts.device, opts.timeout, opts.prestart) as runner:
+            ref_spent, ref_skipped = _loop(dataset, definition, workloads, solutions, opts, done, cache, runner,
+                                           cache_dir, prepared, bar, results, ref_timing_label)
+        bar.close()
+    if stats is not None:
+        stats.update(reference_timing_s=round(ref_spent, 3), loop_s=round(time.monotonic() - run_start, 3),
+                     pairs=sum(not r.skipped for r in results), prepare_jobs=opts.prepare_jobs)
     if ref_skipped:
         print(f"{definition.name}: the reference-timing budget ({opts.reference_budget_s:g} s) ran out; "
               f"{ref_skipped} workloads have no reference latency (reported as not profiled). Run again to "
               "time more: timed ones are cached.")
     return results
+
+
+def _loop(dataset, definition, workloads, solutions, opts, done, cache, runner, cache_dir, prepared, bar, results,
+          ref_timing_label):
+    """The per-workload loop of evaluate(): returns (seconds spent timing references, references not timed)."""
+    ref_spent, ref_skipped = 0.0, 0
+    out_dir = Path(opts.out_dir)
+    tty = sys.stderr.isatty()
+    timing = opts.timing or official_timing(definition.name)
+    for workload in workloads:
+        todo = [s for s in solutions if (s.name, workload.uuid) not in done]
+        for s in solutions:
+            if s not in todo:
+                results.append(PairResult(workload, s, None, skipped=True))
+                bar.update(1)
+        if not todo:
+            continue
+        prep_start = time.monotonic()
+        path, provenance, ref, trial_inputs = prepare_workload(dataset, definition, workload, opts, cache_dir)
+        ref_ms, reference_s = None, 0.0
+        if opts.profile_baseline:
+            measure = opts.reference_budget_s is None or ref_spent < opts.reference_budget_s
+            ref_start = time.monotonic()
+            ref_ms = time_reference(ref, definition, workload, trial_inputs, opts, provenance, cache, measure)
+            reference_s = time.monotonic() - ref_start
+            ref_spent += reference_s
+            ref_skipped += ref_ms is None
+        prepare_s = time.monotonic() - prep_start  # inputs, reference outputs, reference timing (reference_s)
+        for sol in todo:
+            job = Job(definition.to_json(), sol.to_json(), workload.to_json(), str(path), opts.device,
+                      opts.tolerance, timing, opts.timer, strict=opts.strict)
+            pair_start = time.monotonic()
+            outcome, log = runner.run(job)
+            wall_s = time.monotonic() - pair_start
+            libs = dict(environment.libs(opts.device))
+            libs["inputs"] = provenance["inputs"]
+            libs["input_digest"] = provenance["digest"]
+            if outcome.get("timer"):
+                libs["timer"] = outcome["timer"]
+            env = Environment(environment.hardware(opts.device), libs)
+            trace = make_trace(definition, workload, sol, outcome, log, ref_ms, env)
+            append_trace(trace_path(out_dir, sol.author, definition.op_type, definition.name), trace)
+            append_jsonl(extras_path(out_dir, definition.name), {
+                "solution": sol.name, "author": sol.author, "workload": workload.uuid,
+                "status": outcome["status"], "latency_ms": outcome.get("latency_ms"),
+                "event_ms": outcome.get("event_ms"), "timer": outcome.get("timer"),
+                "reference_latency_ms": ref_ms,
+                "reference_timing": ref_timing_label if ref_ms is not None else "not timed",
+                "inputs": provenance["inputs"], "warnings": outcome.get("warnings", []),
+                "wall_s": round(wall_s, 3), "prepare_s": round(prepare_s, 3),
+                "reference_s": round(reference_s, 3),
+                "parallel_prepare_s": (round(prepared[workload.uuid], 3) if workload.uuid in prepared
+                                       else None)})
+            res = PairResult(workload, sol, trace, outcome.get("warnings", []))
+            results.append(res)
+            bar.update(1)
+            bar.set_postfix_str(f"{sol.name}: {outcome['status']}", refresh=tty)
+        if not opts.payload_cache:
+            os.unlink(path)
+    return ref_spent, ref_skipped
 
 
 def fmt_float(x, spec=".3g"):

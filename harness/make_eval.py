@@ -72,6 +72,9 @@ def main(argv=None):
                          "children starting beside the timed calls")
     ap.add_argument("--no-reference-output-cache", action="store_true",
                     help="recompute reference outputs every run (default: kept in .cache/payloads/ and reused)")
+    ap.add_argument("--prepare-jobs", type=int, default=None, metavar="N",
+                    help="processes that make the inputs and reference outputs before timing starts (default: half "
+                         "the cores, at most 8; 1: one workload at a time inside the loop)")
     ap.add_argument("--reference-budget", type=float, default=None, metavar="SECONDS",
                     help="stop timing uncached references after this many seconds (the rest are reported as not "
                          "profiled; timed ones are cached in <out>/reference_latency.json for the next run)")
@@ -86,9 +89,10 @@ def main(argv=None):
         return 2
     missing = ensure_packages()
     from harness.cli import select_workloads
-    from harness.dataset import Dataset
+    from harness.dataset import Dataset, append_jsonl
     from harness.builders import CACHE_ROOT
-    from harness.evaluate import DEVIATIONS, PAYLOAD_CACHE_NOTE, EvalOptions, evaluate
+    from harness.environment import harness_commit
+    from harness.evaluate import DEVIATIONS, PAYLOAD_CACHE_NOTE, EvalOptions, default_prepare_jobs, evaluate
     from harness.jsonio import DataError
     from harness.report import write_report
     from harness.solution_loader import resolve
@@ -145,13 +149,21 @@ def main(argv=None):
                                              and name in SLOW_REFERENCES else None),
                            isolation=args.isolation, reference_cache=out / "reference_latency.json",
                            reference_budget_s=args.reference_budget,
-                           payload_cache=None if args.no_reference_output_cache else CACHE_ROOT / "payloads")
+                           payload_cache=None if args.no_reference_output_cache else CACHE_ROOT / "payloads",
+                           prepare_jobs=args.prepare_jobs or default_prepare_jobs())
         print(f"{name}: {len(workloads)} workloads x {[s.name for s in sols]}")
-        t1 = time.time()
-        results = evaluate(dataset, definition, workloads, sols, opts)
+        t1, stats = time.time(), {}
+        results = evaluate(dataset, definition, workloads, sols, opts, stats)
         done = [r for r in results if not r.skipped]
         bad = [r for r in done if r.trace.evaluation.status.value != "PASSED"]
         print(f"{name}: {len(done)} pairs in {time.time() - t1:.0f} s, {len(bad)} not PASSED")
+        # the run's own record (runs.jsonl): what the report's run-time table and the README's timings cite
+        append_jsonl(out / "runs.jsonl", {
+            "definition": name, "started": time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(t1)),
+            "wall_s": round(time.time() - t1, 1), "gpu": torch.cuda.get_device_name(), "harness": harness_commit(),
+            "isolation": args.isolation, "solutions": [s.name for s in sols], "workloads": len(workloads),
+            "reference_output_cache": not args.no_reference_output_cache, "reference_budget_s": args.reference_budget,
+            "argv": sys.argv[1:] if argv is None else list(argv), **stats})
         for r in bad[:20]:
             print(f"  {r.solution.name} {r.workload.uuid[:8]} {r.trace.evaluation.status.value}: "
                   f"{r.trace.evaluation.log[-300:]}")

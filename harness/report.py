@@ -121,6 +121,19 @@ def run_time(df):
     return prep, pairs
 
 
+RUN_COLUMNS = ["started", "definition", "harness", "isolation", "workloads", "pairs", "wall_s", "parallel_prepare_s",
+               "prepare_jobs", "reference_timing_s", "reference_output_cache"]
+
+
+def runs_table(out_dir):
+    """The make-eval passes recorded in out_dir/runs.jsonl, or None."""
+    path = Path(out_dir) / "runs.jsonl"
+    if not path.exists():
+        return None
+    rows = [r for _, r in read_jsonl(path, allow_partial_tail=True)]
+    return pd.DataFrame(rows).reindex(columns=RUN_COLUMNS) if rows else None
+
+
 def provenance(df):
     libs = {}
     for text in df.libs.unique():
@@ -238,6 +251,10 @@ def write_report(out_dir, definitions, sources=None, title="GDN track evaluation
         prep, pairs = run_time(df)
         md += ["## Harness run time (s)", "", "From the harness extras; resumed and merged runs add up their parts.",
                "", _md_table(prep, ".1f"), "", _md_table(pairs, ".2f"), ""]
+    runs = runs_table(out_dir)
+    if runs is not None:
+        md += ["## Runs (make eval)", "", f"Each `make eval` pass over a definition, from {Path(out_dir).name}/runs.jsonl "
+               "(wall time of the whole pass: preparation, reference timing, all pairs).", "", _md_table(runs, ".1f"), ""]
     for definition, g in df.groupby("definition"):
         axes = [c for c in g.columns if c.startswith("axis_") and g[c].notna().any()]
         cols = ["uuid", *axes, "solution", "status", "latency_us", "reference_us", "speedup_vs_reference",

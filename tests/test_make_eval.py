@@ -1,10 +1,13 @@
 """`make eval`'s driver: what it does without a GPU, and the options it hands the evaluation loop
 (the loop itself is tested elsewhere; here it is replaced by a recorder)."""
+import json
+
 import pytest
 import torch
 
 from harness import make_eval
 from harness.builders import CACHE_ROOT
+from harness.evaluate import default_prepare_jobs
 from harness.runner import TimingConfig
 
 
@@ -36,7 +39,8 @@ def recorded(monkeypatch):
     monkeypatch.setattr(harness.timing_cuda, "resolve_timer", lambda timer: "cupti")
     monkeypatch.setattr(harness.package, "write_ablation", lambda: "ablation")
     monkeypatch.setattr(harness.evaluate, "evaluate",
-                        lambda ds, d, w, sols, opts: calls.append((d.name, [s.name for s in sols], len(w), opts)) or [])
+                        lambda ds, d, w, sols, opts, stats=None: calls.append((d.name, [s.name for s in sols], len(w),
+                                                                                opts)) or [])
     return calls
 
 
@@ -50,8 +54,13 @@ def test_defaults_hand_the_loop_what_the_readme_says(recorded, tmp_path, capsys)
         assert opts.device == "cuda" and opts.resume and opts.isolation == "worker"
         assert opts.reference_cache == tmp_path / "reference_latency.json"
         assert opts.payload_cache == CACHE_ROOT / "payloads" and opts.reference_budget_s is None
+        assert opts.prepare_jobs == default_prepare_jobs()
     assert dec_opts.reference_timing is None                      # the decode reference: as officially
     assert pre_opts.reference_timing == TimingConfig(0, 1, 1)     # the prefill reference: 1 x 1
+    runs = [json.loads(line) for line in (tmp_path / "runs.jsonl").read_text().splitlines()]
+    assert [r["definition"] for r in runs] == [dec, pre]
+    assert runs[1]["solutions"] == pre_sols and runs[1]["workloads"] == 100 and runs[1]["wall_s"] >= 0
+    assert runs[1]["argv"] == ["--out", str(tmp_path), "--no-report"] and runs[1]["isolation"] == "worker"
     out = capsys.readouterr().out
     assert "persistent child" in out and "reference outputs are reused" in out and "1 trial of 1 iteration" in out
 
@@ -59,13 +68,13 @@ def test_defaults_hand_the_loop_what_the_readme_says(recorded, tmp_path, capsys)
 def test_options_override_the_defaults(recorded, tmp_path):
     args = ["--out", str(tmp_path), "--no-report", "--no-extras", "--isolation", "process", "--no-resume",
             "--no-reference-output-cache", "--reference-budget", "30", "--reference-timing", "official",
-            "--definitions", "gdn_prefill_qk4_v8_d128_k_last", "--workloads", "0-4"]
+            "--definitions", "gdn_prefill_qk4_v8_d128_k_last", "--workloads", "0-4", "--prepare-jobs", "3"]
     assert make_eval.main(args) == 0
     ((name, sols, n, opts),) = recorded
     assert name == "gdn_prefill_qk4_v8_d128_k_last" and n == 5
     assert sols == ["gdn-harness-prefill", "flashinfer-gdn-prefill"]
     assert opts.isolation == "process" and not opts.resume and opts.payload_cache is None
-    assert opts.reference_budget_s == 30 and opts.reference_timing is None
+    assert opts.reference_budget_s == 30 and opts.reference_timing is None and opts.prepare_jobs == 3
 
 
 def test_peers_flag_adds_the_other_authors(recorded, tmp_path):

@@ -5,6 +5,7 @@ import math
 
 from harness.dataset import Dataset
 from harness.evaluate import EvalOptions, evaluate
+from harness.jsonio import read_jsonl
 from harness.report import write_report
 from harness.runner import TimingConfig
 from harness.solution import Solution
@@ -83,3 +84,46 @@ def test_payload_cache_reuses_reference_outputs_and_recomputes_what_changed(tmp_
     third = evaluate(ds, definition, workloads, [sol], _opts(tmp_path, payload_cache=cache, seed=1))
     assert [r.trace.evaluation.status.value for r in third] == ["PASSED"] * 3
     assert len(list(cache.glob("*.pt"))) == 2 * len(workloads)  # the seed also drives the fresh-input check
+
+
+def test_parallel_preparation_makes_the_reference_outputs_before_the_loop(tmp_path):
+    """Payloads made in preparer processes hold the reference outputs of their own inputs (checked here
+    against x + alpha * y, not against the harness), a wrong solution still fails on them, and every pair
+    records the time its workload took to prepare."""
+    import torch
+
+    from harness.dataset import extras_path
+
+    ds, definition, workloads = _setup(tmp_path)
+    cache = tmp_path / "payloads"
+    good = Solution.from_json(toy_solution("a", BODY), "a")
+    wrong = Solution.from_json(toy_solution("w", "def run(x, y, alpha, z):\n    z.copy_(x + y)\n"), "w")
+    stats = {}
+    results = evaluate(ds, definition, workloads, [good, wrong], _opts(tmp_path, payload_cache=cache, prepare_jobs=2),
+                       stats)
+    status = {(r.solution.name, r.workload.uuid): r.trace.evaluation.status.value for r in results}
+    assert all(status[("a", w.uuid)] == "PASSED" for w in workloads)
+    assert status[("w", "w-random")] == status[("w", "w-blob")] == "INCORRECT_NUMERICAL"  # alpha != 1 there
+    entries = sorted(cache.glob("*.pt"))
+    assert len(entries) == len(workloads)
+    alphas = {"w-random": 0.5, "w-blob": 2.0, "w-standin": 1.0}
+    for path in entries:
+        uuid = next(u for u in alphas if f"-{u}-" in path.name)
+        payload = torch.load(path, weights_only=False)
+        for (x, y, alpha), (z,) in zip(payload["inputs"], payload["outputs"]):
+            assert alpha == alphas[uuid]
+            torch.testing.assert_close(z, x + alphas[uuid] * y)
+    extras = [e for _, e in read_jsonl(extras_path(tmp_path / "out", definition.name))]
+    assert len(extras) == 6 and all(e["parallel_prepare_s"] > 0 for e in extras)
+    assert stats["parallel_prepare_s"] > 0 and stats["pairs"] == 6 and stats["prepare_jobs"] == 2
+
+
+def test_report_lists_the_recorded_runs(tmp_path):
+    from harness.dataset import append_jsonl
+    from harness.report import runs_table
+
+    assert runs_table(tmp_path) is None
+    append_jsonl(tmp_path / "runs.jsonl", {"definition": "d", "wall_s": 12.5, "pairs": 4, "parallel_prepare_s": 3.0})
+    (row,) = runs_table(tmp_path).to_dict("records")
+    assert row["definition"] == "d" and row["wall_s"] == 12.5 and row["pairs"] == 4
+    assert math.isnan(row["reference_timing_s"])  # not recorded: shown as missing, not as zero
