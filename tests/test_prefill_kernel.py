@@ -128,7 +128,7 @@ def test_two_launch_workspace_is_reused_and_stale_content_is_harmless():
 
 
 def test_two_launch_wide_variant():
-    # the N >= 40 entry of the table (BV = 64), on a small case
+    # the N >= 16 entry of the table (BV = 32), on a small case
     def fn(*args):
         pk._launch(pk.ALGO_CHUNK, *args, cfg=pk._TWO_LAUNCH_WIDE_CFG)
     run_and_check(fn, [0, 1, 33, 70, 100], seed=3, out_atol=2e-3)
@@ -136,8 +136,8 @@ def test_two_launch_wide_variant():
 
 def test_launch_table():
     assert not pk._pick(6, 1).get("ws") and pk._pick(255, 3)["C"] == 32
-    assert pk._pick(256, 1) is pk._TWO_LAUNCH_CFG and pk._pick(8192, 39) is pk._TWO_LAUNCH_CFG
-    assert pk._pick(8192, 40) is pk._TWO_LAUNCH_WIDE_CFG
+    assert pk._pick(256, 1) is pk._TWO_LAUNCH_CFG and pk._pick(4124, 15) is pk._TWO_LAUNCH_CFG
+    assert pk._pick(8192, 16) is pk._TWO_LAUNCH_WIDE_CFG and pk._TWO_LAUNCH_WIDE_CFG["BV"] == 32
     for T, N in [(6, 1), (300, 3), (8192, 57)]:
         cfg = pk._pick(T, N)
         assert pk.D % cfg["BV"] == 0 and cfg["C"] % cfg["SB"] == 0
@@ -172,7 +172,7 @@ LONG_CASES = {
 def test_gpu_launch_table_on_contest_shapes(cu):
     cfg = pk._pick(cu[-1], len(cu) - 1)
     assert cfg is (pk._ONE_LAUNCH_CFG if cu[-1] < 256 else
-                   pk._TWO_LAUNCH_CFG if len(cu) - 1 <= 39 else pk._TWO_LAUNCH_WIDE_CFG)
+                   pk._TWO_LAUNCH_CFG if len(cu) - 1 <= 15 else pk._TWO_LAUNCH_WIDE_CFG)
     out_err, state_err = run_and_check(pk.kernel, cu, seed=7, out_atol=2e-3)
     print(f"\n{cu[-1]} tokens, {len(cu) - 1} seqs: output max abs err {out_err:.3g}, state {state_err:.3g}")
 

@@ -384,22 +384,31 @@ def _gdn_prep_kernel(
 #   T <  256: one launch, C=32, BV=32     (fastest below ~256 tokens: ~11 us for one chunk,
 #             +~6.5 us per further 32-token chunk of the longest sequence)
 #   T >= 256: two launches (ws): Tm and P of every (chunk, head) in parallel first, then the
-#             serial per-sequence chain; BV=16 (N < 40) or BV=64 (N >= 40, many CTAs already)
-#   one-launch C=32/BV=32 on everything: 133.9 us mean; this table: ~84 us mean (GPU time,
-#   +~10 us assumed host gap before the second launch for short calls), T=8192: 245-300 us.
-# Harness run on the H200 (results/h200): 284-303 us on T=8192 with N=32-34, ~35 us at T=134.
+#             serial per-sequence chain; BV=16 (N <= 15: few sequences, so more V slices) or
+#             BV=32 (N >= 16)
+#   one-launch C=32/BV=32 on everything: 133.9 us mean (earlier sweep).
+# Per-launch GPU times on the H200 (torch.profiler, cold L2, median of 5; results/h200/logs/
+# prefill_diag.json), prep + chain in us, 4 warps, 2 stages:
+#   T=8192 N=20: BV16 66+218, BV32 66+211, BV64 66+311
+#   T=8192 N=34: BV16 71+187, BV32 72+150, BV64 72+195
+#   T=8192 N=57: BV16 73+206, BV32 73+153, BV64 73+193
+#   T=2107 N=1:  BV16 17+112, BV32 18+146, BV64 18+290
+#   8 warps were slower everywhere (+30..+190 us on the chain); 3 stages helped BV16 by ~8 us
+#   and hurt BV32/64. The prep launch (~70 us at T=8192, ~17 us for 34 chunks) is ~1/4 of the
+#   call: its per-CTA Tm solve (16x16 blocks by forward substitution) is latency-bound.
+# Harness runs (results/h200): BV16 (N < 40) / BV64 gave 278 us mean on the 16 T=8192 workloads.
 # Offline ptxas (sm_90, 4 warps; cuobjdump -res-usage): the chain kernel takes 236-255 registers
 # per thread, so at most 2 CTAs (8 warps) per SM: a latency-bound chain with little to hide it.
 # The one-launch config spills 160 B, the BV=64 one 480 B; capping registers (maxnreg 168 / 128)
 # spills 176-496 B; 8 warps still take 255. Cutting live state is the lead for the next tuning.
-# B200 (148 SMs, sm_100a): UNMEASURED. The thresholds (256 tokens, N = 40) and the V splits
+# B200 (148 SMs, sm_100a): UNMEASURED. The thresholds (256 tokens, N = 16) and the V splits
 # come from H200 timings only; every entry is correct on any GPU (same code, mma.sync path).
 _ONE_LAUNCH_CFG = dict(C=32, BV=32, SB=16, num_warps=4, num_stages=2)
 _TWO_LAUNCH_CFG = dict(C=64, BV=16, SB=16, num_warps=4, num_stages=2, ws=True, ws_p=True)
-_TWO_LAUNCH_WIDE_CFG = dict(C=64, BV=64, SB=16, num_warps=4, num_stages=2, ws=True, ws_p=True)
+_TWO_LAUNCH_WIDE_CFG = dict(C=64, BV=32, SB=16, num_warps=4, num_stages=2, ws=True, ws_p=True)
 _LAUNCH_TABLE = [
     (255, None, _ONE_LAUNCH_CFG),
-    (None, 39, _TWO_LAUNCH_CFG),
+    (None, 15, _TWO_LAUNCH_CFG),
     (None, None, _TWO_LAUNCH_WIDE_CFG),
 ]
 _DEFAULT_CFG = _TWO_LAUNCH_WIDE_CFG
