@@ -1,5 +1,6 @@
 """Side-by-side comparison of several solutions evaluated in one run (same inputs, timer and GPU):
 latencies per workload, ratios to a base solution, per-bucket summaries, win/loss, the all-pass gate."""
+import json
 import math
 import textwrap
 from pathlib import Path
@@ -66,6 +67,24 @@ def comparison_tables(df, base):
     return wide, pd.DataFrame(per_bucket), pd.DataFrame(summary)
 
 
+def solution_runs(df):
+    """Per solution: harness commits, first/last trace time, and a run number: solutions whose trace spans
+    overlap (with the same commits) ran in one run, interleaved per workload."""
+    rows = []
+    for sol, g in df.groupby("solution", sort=True):
+        commits = sorted({json.loads(x).get("harness", "?") for x in g.libs})
+        rows.append({"solution": sol, "harness": ", ".join(commits), "first_trace": str(g.timestamp.min()),
+                     "last_trace": str(g.timestamp.max())})
+    runs = pd.DataFrame(rows).sort_values("first_trace", kind="stable").reset_index(drop=True)
+    run, end, commit, ids = 0, "", None, []
+    for r in runs.itertuples():
+        if r.first_trace > end or r.harness != commit:
+            run, commit = run + 1, r.harness
+        end = max(end, r.last_trace)
+        ids.append(run)
+    return runs.assign(run=ids)
+
+
 def write_comparison(out_dir, definition, base, sources=None):
     out = Path(out_dir) / "compare"
     out.mkdir(parents=True, exist_ok=True)
@@ -80,8 +99,14 @@ def write_comparison(out_dir, definition, base, sources=None):
     prov = provenance(df)
     md = [f"# Comparison on {stem} (base: {base})", "", "## Provenance", ""]
     md += [f"- {k}: {v}" for k, v in prov.items()]
-    md += ["", "Ratios are latency / base latency (> 1 means slower than the base). All solutions ran in one "
-           "run, interleaved per workload, on the same inputs, timer and GPU.", "", "## Summary", "",
+    runs = solution_runs(df)
+    if runs.run.nunique() == 1:
+        where = "All solutions ran in one run, interleaved per workload, on the same inputs, timer and GPU."
+    else:
+        where = (f"The solutions come from {runs.run.nunique()} runs (same inputs, timer and GPU model; solutions "
+                 "with the same run number ran interleaved per workload), so ratios across runs also carry "
+                 "run-to-run variation.\n\n" + _md_table(runs))
+    md += ["", "Ratios are latency / base latency (> 1 means slower than the base). " + where, "", "## Summary", "",
            _md_table(summary), "", "## By bucket", "", _md_table(buckets), "", f"![{stem}]({stem}.png)", "",
            "## Per workload", "", _md_table(wide.assign(uuid=wide.uuid.str[:8]), ".4g"), ""]
     (out / f"{stem}.md").write_text("\n".join(md) + "\n")

@@ -45,7 +45,8 @@ def load_rows(out_dirs, definitions):
                         "hardware": ev.environment.hardware, "timestamp": ev.timestamp,
                         "libs": json.dumps(ev.environment.libs, sort_keys=True), "source": str(out_dir),
                         "warnings": "; ".join(e.get("warnings", [])),
-                        **{k: e.get(k, math.nan) for k in ("wall_s", "prepare_s", "reference_s")},
+                        **{k: e.get(k) if e.get(k) is not None else math.nan
+                           for k in ("wall_s", "prepare_s", "reference_s", "parallel_prepare_s")},
                     })
     df = pd.DataFrame(rows)
     if df.empty:
@@ -89,7 +90,7 @@ def summarize(df):
             "mean_event_us": float(g.event_us[passed].mean()) if len(lat) else math.nan,
             "mean_divergence": float(g.divergence[passed].mean()) if len(lat) else math.nan,
             "max_abs_error": float(g.max_abs_error.max()), "max_rel_error": float(g.max_rel_error.max()),
-            "timer": ", ".join(sorted(set(g.timer))), "inputs": ", ".join(sorted(set(g.inputs))),
+            "timer": ", ".join(sorted(set(g.timer[g.latency_us.notna()]))) or "-", "inputs": ", ".join(sorted(set(g.inputs))),
             "provenance": provenance_line(g),
         })
     return pd.DataFrame(out)
@@ -110,11 +111,14 @@ def track_scores(summary):
 
 def run_time(df):
     """Seconds the harness spent: per definition preparing workloads (inputs, reference outputs, and the
-    reference timing within that), and per solution running its pairs. '-' where a run did not record it."""
+    reference timing within that; with --prepare-jobs the outputs were made before the loop, and the last
+    column adds up those per-process seconds, which ran side by side), and per solution running its pairs.
+    '-' where a run did not record it."""
     per_workload = df.drop_duplicates(["source", "definition", "uuid"])
     prep = per_workload.groupby("definition", sort=False).agg(
         workloads=("uuid", "size"), prepare_s=("prepare_s", lambda x: x.sum(min_count=1)),
-        of_which_reference_timing_s=("reference_s", lambda x: x.sum(min_count=1))).reset_index()
+        of_which_reference_timing_s=("reference_s", lambda x: x.sum(min_count=1)),
+        before_the_loop_in_processes_s=("parallel_prepare_s", lambda x: x.sum(min_count=1))).reset_index()
     pairs = df.groupby(["definition", "solution"], sort=False).agg(
         pairs=("uuid", "size"), pairs_s=("wall_s", lambda x: x.sum(min_count=1)),
         mean_s_per_pair=("wall_s", "mean")).reset_index()
@@ -157,7 +161,7 @@ def provenance_line(df):
     get = lambda k: "/".join(sorted(libs.get(k, {"?"})))  # noqa: E731
     return (f"{'/'.join(sorted(set(df.hardware)))} ({get('sm_count')} SMs), driver {get('driver')}, "
             f"CUDA {get('cuda')}, torch {get('torch')}, Triton {get('triton')}, FlashInfer {get('flashinfer')}, "
-            f"harness {get('harness')}; timer {'/'.join(sorted(set(df.timer)))}; inputs "
+            f"harness {get('harness')}; timer {'/'.join(sorted(set(df.timer[df.latency_us.notna()]))) or '-'}; inputs "
             f"{'/'.join(sorted(set(df.inputs)))}; {str(df.timestamp.min())[:10]}..{str(df.timestamp.max())[:10]}")
 
 
@@ -249,7 +253,10 @@ def write_report(out_dir, definitions, sources=None, title="GDN track evaluation
            "## Track", "", _md_table(track), ""]
     if df.wall_s.notna().any():
         prep, pairs = run_time(df)
-        md += ["## Harness run time (s)", "", "From the harness extras; resumed and merged runs add up their parts.",
+        md += ["## Harness run time (s)", "", "From the harness extras, one row per workload and solution as kept in "
+               "the report (a pair evaluated again counts once). prepare_s: inside the loop; "
+               "before_the_loop_in_processes_s: inputs and reference outputs made by --prepare-jobs processes side "
+               "by side (their sum, not wall time: see Runs).",
                "", _md_table(prep, ".1f"), "", _md_table(pairs, ".2f"), ""]
     runs = runs_table(out_dir)
     if runs is not None:

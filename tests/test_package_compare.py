@@ -100,6 +100,7 @@ def test_compare_and_report(tmp_path, capsys):
     text = (out / "compare" / "toy_axpy.md").read_text()
     assert "slow / fast" in text and "wins vs fast" in text
     assert "| broken | False | 0 | 3 |" in text  # failed everywhere: still listed, gated
+    assert "All solutions ran in one run" in text
     import pandas as pd
     wide = pd.read_csv(out / "compare" / "toy_axpy.csv")
     assert (wide["slow / fast"] > 5).all()  # 10 ms of sleep against microseconds
@@ -111,6 +112,8 @@ def test_compare_and_report(tmp_path, capsys):
     per_workload = pd.read_csv(tmp_path / "rep" / "report" / "toy_axpy.csv")
     buckets = pd.read_csv(tmp_path / "rep" / "compare" / "toy_axpy_buckets.csv")
     assert all(f"torch {torch.__version__}" in text for text in [*summary.provenance, *buckets.provenance])
+    timers = summary.set_index("solution").timer
+    assert timers["broken"] == "-" and timers["fast"] == "cpu-wall-clock (not official)"  # only timed rows count
     assert all(json.loads(libs)["torch"] == torch.__version__ for libs in per_workload.libs)
 
 
@@ -155,3 +158,20 @@ def test_committed_h200_traces_load_and_compare(tmp_path):
     out, summary, buckets = write_comparison(run, decode, "gdn-harness-decode")
     assert (out / "gdn_decode_qk4_v8_d128_k_last.md").exists()
     assert buckets.bucket.iloc[0] == "B=1" and "flashinfer-gdn-decode / gdn-harness-decode" in buckets.columns
+
+
+def test_solution_runs_groups_overlapping_spans_of_one_commit():
+    import pandas as pd
+
+    from harness.compare import solution_runs
+
+    lib = lambda c: json.dumps({"harness": c})  # noqa: E731
+    df = pd.DataFrame([
+        {"solution": "a", "libs": lib("x"), "timestamp": "2026-01-01T10:00"},
+        {"solution": "a", "libs": lib("x"), "timestamp": "2026-01-01T10:05"},
+        {"solution": "b", "libs": lib("x"), "timestamp": "2026-01-01T10:02"},
+        {"solution": "c", "libs": lib("x"), "timestamp": "2026-01-01T11:00"},   # later: another run
+        {"solution": "d", "libs": lib("y"), "timestamp": "2026-01-01T10:03"},   # overlapping, other commit
+    ])
+    runs = solution_runs(df).set_index("solution").run
+    assert runs["a"] == runs["b"] and len({runs["a"], runs["c"], runs["d"]}) == 3
