@@ -95,11 +95,12 @@ def _event_times(fn, args, cfg):
     return times
 
 
-def measure(fn, args, cfg, timer="auto"):
+def measure(fn, args, cfg, timer="auto", event_time=True):
     kind = resolve_timer(timer)
     times = _cupti_times(fn, args, cfg) if kind == "cupti" else _event_times(fn, args, cfg)
     result = TimingResult(statistics.median(times), CUPTI_LABEL if kind == "cupti" else EVENTS_LABEL)
-    result.event_ms = event_time_ms(fn, args, max(cfg.iters, 1))
+    if event_time:
+        result.event_ms = event_time_ms(fn, args, max(cfg.iters, 1))
     spread = (max(times) - min(times)) / max(statistics.median(times), 1e-9)
     if len(times) >= 5 and spread > 1.0:
         result.warnings.append(f"timings spread widely: min {min(times) * 1e3:.2f} us, median "
