@@ -1,12 +1,13 @@
 # Front door. `make test` (CPU, what CI runs) and `make eval` (GPU) are the two commands users need.
 PY ?= $(if $(wildcard .venv/bin/python),.venv/bin/python,python3)
 
-.PHONY: help venv test test-gpu eval compare package clean-cache
+.PHONY: help venv test test-gpu eval bench compare package clean-cache
 
 help:
 	@echo "make test      CPU test suite (installs what it needs into .venv)"
 	@echo "make test-gpu  GPU-marked tests (on a CUDA host)"
 	@echo "make eval      full evaluation on a GPU: ours + FlashInfer baseline + reference -> results/<gpu>/"
+	@echo "make bench     the harness benchmark on a GPU: ours + baseline, all workloads, cached reference latencies"
 	@echo "make compare  DEF=<definition> SOLS='ours baseline my.json' [BASE=name] [OUT=dir]: one interleaved run"
 	@echo "make package   submission/ -> results/package/<definition>/solution.json"
 
@@ -30,6 +31,12 @@ test-gpu:
 eval:
 	@if python3 -c "import torch" 2>/dev/null; then py=python3; else $(MAKE) venv && py=.venv/bin/python; fi; \
 	$$py -m harness.make_eval $(if $(OUT),--out $(OUT))
+
+# The harness benchmark (target: under 10 minutes): a fresh full run of ours + the baseline with reference
+# outputs recomputed and reference latencies only looked up; recorded in results/<gpu>/bench/runs.jsonl.
+bench:
+	@if python3 -c "import torch" 2>/dev/null; then py=python3; else $(MAKE) venv && py=.venv/bin/python; fi; \
+	$$py -m harness.make_eval --bench
 
 # Several solutions in one run (same inputs, timer, GPU), ratios to BASE (default: the first).
 compare:

@@ -96,3 +96,27 @@ def test_fla_peers_resolve_by_author_and_fit_the_signature(definition):
     assert sol.author == "fla" and not sol.spec.destination_passing_style
     validate(sol, d, sol.name)  # entry point present, value-returning with one parameter per input
     assert [s.author for s in resolve("baseline", d, ds)] == ["baseline"]
+
+
+def test_bench_is_a_fresh_full_run_with_cached_reference_latencies(recorded, tmp_path, monkeypatch, capsys):
+    results = tmp_path / "results"
+    monkeypatch.setattr(make_eval, "RESULTS_ROOT", results)
+    (results / "h200").mkdir(parents=True)
+    (results / "h200" / "reference_latency.json").write_text('{"some-key": 1.5}')
+    out = tmp_path / "bench"
+    out.mkdir()
+    (out / "traces.jsonl").write_text("left by an earlier benchmark")
+    assert make_eval.main(["--bench", "--out", str(out), "--peers"]) == 0
+    assert not (out / "traces.jsonl").exists()                     # a fresh folder: nothing resumed
+    assert json.loads((out / "reference_latency.json").read_text()) == {"some-key": 1.5}
+    (_, dec_sols, dec_n, dec_opts), (_, pre_sols, pre_n, pre_opts) = recorded
+    assert (dec_n, pre_n) == (54, 100)
+    assert dec_sols == ["gdn-harness-decode", "flashinfer-gdn-decode"]      # no extras, no peers
+    assert pre_sols == ["gdn-harness-prefill", "flashinfer-gdn-prefill"]
+    for opts in (dec_opts, pre_opts):
+        assert not opts.resume and opts.payload_cache is None and opts.reference_budget_s == 0
+        assert opts.reference_cache == out / "reference_latency.json"
+    recorded_runs = (results / "h200" / "bench" / "runs.jsonl").read_text().splitlines()
+    assert [json.loads(r)["definition"] for r in recorded_runs] == ["gdn_decode_qk4_v8_d128_k_last",
+                                                                   "gdn_prefill_qk4_v8_d128_k_last"]
+    assert "within the 600 s target" in capsys.readouterr().out
