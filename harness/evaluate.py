@@ -131,15 +131,20 @@ def payload_path(cache_dir, definition, workload, digest, opts, trials):
     return Path(cache_dir) / f"{definition.name}-{workload.uuid}-{key}.pt"
 
 
+def _blobs(dataset, definition, workload, opts):
+    blobs = load_blobs(dataset, definition, workload, synthesize=opts.synthesize)
+    provenance = {"inputs": "stand-in" if blobs.standin else ("real" if blobs.files else "random"),
+                  "digest": _digest(blobs.files) if blobs.files else f"seed{opts.seed}"}
+    return blobs, provenance
+
+
 def prepare_workload(dataset, definition, workload, opts, cache_dir):
     """Trial inputs (CPU copies) and reference outputs, written to (or found in) `cache_dir`; returns
     (payload path, provenance dict, ref fn, inputs)."""
-    blobs = load_blobs(dataset, definition, workload, synthesize=opts.synthesize)
+    blobs, provenance = _blobs(dataset, definition, workload, opts)
     timing = opts.timing or official_timing(definition.name)
     random = any(s.type == "random" for s in workload.inputs.values())
     ref = load_reference(definition)
-    provenance = {"inputs": "stand-in" if blobs.standin else ("real" if blobs.files else "random"),
-                  "digest": _digest(blobs.files) if blobs.files else f"seed{opts.seed}"}
     path = payload_path(cache_dir, definition, workload, provenance["digest"], opts, timing.trials)
     if path.exists():
         try:
@@ -273,6 +278,33 @@ def seed_reference_cache(cache, out_dir, definition, opts, cfg_label):
         write_json_atomic(cache.path, cache.data)
 
 
+def unprofiled_workloads(out_dir, solutions, definition):
+    """Workloads whose traces in out_dir passed without a reference latency (a budget ran out) and that no
+    later pass has timed: a resumed run times them (budget permitting) even where every pair is done."""
+    missing = set()
+    for sol in solutions:
+        for tr in read_traces(trace_path(out_dir, sol.author, definition.op_type, definition.name)):
+            ev = tr.evaluation
+            if tr.solution == sol.name and ev is not None and ev.performance is not None \
+                    and not ev.performance.reference_latency_ms:
+                missing.add(tr.workload.uuid)
+    ep = extras_path(out_dir, definition.name)
+    if ep.exists():
+        missing -= {e["workload"] for _, e in read_jsonl(ep, allow_partial_tail=True) if e.get("record") == "reference"}
+    return missing
+
+
+def reference_record(workload, ref_ms, opts, provenance, label, seconds):
+    """An extras line holding a reference latency timed after the workload's pairs (the report fills the
+    pairs' speedup vs reference from it and says so; the traces keep what their own pass measured)."""
+    from harness.timing import timer_label
+
+    return {"record": "reference", "solution": None, "workload": workload.uuid, "reference_latency_ms": ref_ms,
+            "reference_timing": label, "timer": timer_label(opts.device, opts.timer), "inputs": provenance["inputs"],
+            "input_digest": provenance["digest"], "hardware": environment.hardware(opts.device),
+            "reference_s": round(seconds, 3), "timestamp": _now()}
+
+
 def done_pairs(out_dir, solutions, definition):
     done = set()
     for sol in solutions:
@@ -329,9 +361,10 @@ def evaluate(dataset, definition, workloads, solutions, opts, stats=None):
         tty = sys.stderr.isatty()
         bar = tqdm(total=len(workloads) * len(solutions), desc=definition.name, unit="pair",
                    disable=not opts.show_progress, leave=True, mininterval=0.1 if tty else 30.0, ascii=not tty)
+        late = unprofiled_workloads(out_dir, solutions, definition) if opts.resume and opts.profile_baseline else set()
         with Runner(opts.isolation, opts.device, opts.timeout, opts.prestart) as runner:
             ref_spent, ref_skipped = _loop(dataset, definition, workloads, solutions, opts, done, cache, runner,
-                                           cache_dir, prepared, bar, results, ref_timing_label)
+                                           cache_dir, prepared, bar, results, ref_timing_label, late)
         bar.close()
     if stats is not None:
         stats.update(reference_timing_s=round(ref_spent, 3), loop_s=round(time.monotonic() - run_start, 3),
@@ -344,8 +377,10 @@ def evaluate(dataset, definition, workloads, solutions, opts, stats=None):
 
 
 def _loop(dataset, definition, workloads, solutions, opts, done, cache, runner, cache_dir, prepared, bar, results,
-          ref_timing_label):
-    """The per-workload loop of evaluate(): returns (seconds spent timing references, references not timed)."""
+          ref_timing_label, late):
+    """The per-workload loop of evaluate(): returns (seconds spent timing references, references not timed).
+    `late`: workloads whose earlier traces lack a reference latency; timed here (budget permitting) and
+    recorded in the extras."""
     ref_spent, ref_skipped = 0.0, 0
     out_dir = Path(opts.out_dir)
     tty = sys.stderr.isatty()
@@ -357,6 +392,18 @@ def _loop(dataset, definition, workloads, solutions, opts, done, cache, runner, 
                 results.append(PairResult(workload, s, None, skipped=True))
                 bar.update(1)
         if not todo:
+            if workload.uuid in late and (opts.reference_budget_s is None or ref_spent < opts.reference_budget_s):
+                start = time.monotonic()
+                blobs, provenance = _blobs(dataset, definition, workload, opts)
+                trials = (opts.reference_timing or timing).trials
+                inputs = [materialize(definition, workload, blobs, opts.device, t, opts.seed) for t in range(trials)]
+                ref_ms = time_reference(load_reference(definition), definition, workload, inputs, opts, provenance,
+                                        cache)
+                ref_spent += time.monotonic() - start
+                append_jsonl(extras_path(out_dir, definition.name), reference_record(
+                    workload, ref_ms, opts, provenance, ref_timing_label, time.monotonic() - start))
+            elif workload.uuid in late:
+                ref_skipped += 1
             continue
         prep_start = time.monotonic()
         path, provenance, ref, trial_inputs = prepare_workload(dataset, definition, workload, opts, cache_dir)
@@ -368,6 +415,9 @@ def _loop(dataset, definition, workloads, solutions, opts, done, cache, runner, 
             reference_s = time.monotonic() - ref_start
             ref_spent += reference_s
             ref_skipped += ref_ms is None
+            if ref_ms is not None and workload.uuid in late:  # earlier pairs of this workload lack it
+                append_jsonl(extras_path(out_dir, definition.name), reference_record(
+                    workload, ref_ms, opts, provenance, ref_timing_label, reference_s))
         prepare_s = time.monotonic() - prep_start  # inputs, reference outputs, reference timing (reference_s)
         for sol in todo:
             job = Job(definition.to_json(), sol.to_json(), workload.to_json(), str(path), opts.device,

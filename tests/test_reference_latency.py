@@ -156,3 +156,32 @@ def test_evaluate_times_the_reference_without_event_time(tmp_path, monkeypatch):
     ds, definition, workloads = _setup(tmp_path)
     evaluate(ds, definition, workloads[:1], [Solution.from_json(toy_solution("a", BODY), "a")], _opts(tmp_path))
     assert seen == [False]  # the reference; the solution is timed in its child, not through this module here
+
+
+def test_a_resumed_run_times_references_a_budget_left_out_and_the_report_fills_them_in(tmp_path):
+    """Every pair done, references missing: the next pass times only the references (no pair runs again),
+    records them in the extras, and the report's speedup vs reference becomes defined."""
+    import pandas as pd
+
+    from harness.dataset import extras_path
+
+    ds, definition, workloads = _setup(tmp_path)
+    sol = Solution.from_json(toy_solution("a", BODY), "a")
+    evaluate(ds, definition, workloads, [sol], _opts(tmp_path, reference_budget_s=0.0))
+    starved = evaluate(ds, definition, workloads, [sol], _opts(tmp_path, resume=True, reference_budget_s=0.0))
+    ep = extras_path(tmp_path / "out", definition.name)
+    assert all(r.skipped for r in starved) and '"record"' not in ep.read_text()
+    second = evaluate(ds, definition, workloads, [sol], _opts(tmp_path, resume=True))
+    assert all(r.skipped for r in second)  # no pair ran again
+    records = [e for _, e in read_jsonl(ep) if e.get("record") == "reference"]
+    assert sorted(e["workload"] for e in records) == sorted(w.uuid for w in workloads)
+    assert all(e["reference_latency_ms"] > 0 for e in records)
+    evaluate(ds, definition, workloads, [sol], _opts(tmp_path, resume=True))  # nothing left to time
+    assert len([1 for _, e in read_jsonl(ep) if e.get("record") == "reference"]) == len(workloads)
+    out, summary, _, _ = write_report(tmp_path / "out", [definition])
+    row = summary.iloc[0]
+    assert row.reference_profiled == 3 and math.isfinite(row.mean_speedup_vs_reference)
+    per = pd.read_csv(out / "toy_axpy.csv")
+    assert (per.reference_timing.str.endswith("(later pass)")).all()
+    ratio = per.reference_us / per.latency_us
+    assert ((per.speedup_vs_reference - ratio).abs() < 1e-9 * ratio).all()
