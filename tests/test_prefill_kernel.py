@@ -134,6 +134,16 @@ def test_two_launch_wide_variant():
     run_and_check(fn, [0, 1, 33, 70, 100], seed=3, out_atol=2e-3)
 
 
+@pytest.mark.parametrize("prep", [1, "split"])
+def test_prep_variants(prep):
+    # tuning variants of the first launch (P from reloaded k and gates; Tm and P in two launches)
+    def fn(*args):
+        for buf in pk._WORKSPACES.values():   # whatever the launch does not write is NaN
+            buf.fill_(float("nan"))
+        pk._launch(pk.ALGO_CHUNK, *args, cfg=dict(pk._TWO_LAUNCH_WIDE_CFG, prep=prep))
+    run_and_check(fn, [0, 1, 33, 70, 100], seed=3, out_atol=2e-3)
+
+
 def test_launch_table():
     assert not pk._pick(6, 1).get("ws") and pk._pick(255, 3)["C"] == 32
     assert pk._pick(256, 1) is pk._TWO_LAUNCH_CFG and pk._pick(4124, 15) is pk._TWO_LAUNCH_CFG

@@ -336,12 +336,16 @@ def _gdn_prep_kernel(
     WS_P: tl.constexpr, C: tl.constexpr, SB: tl.constexpr, LOG2NB: tl.constexpr,
     FS: tl.constexpr, SCAN: tl.constexpr, NP2: tl.constexpr,
     PREC_QK: tl.constexpr, PREC_T: tl.constexpr,
-    NHV: tl.constexpr, NHK: tl.constexpr, DK: tl.constexpr,
+    NHV: tl.constexpr, NHK: tl.constexpr, DK: tl.constexpr, PREP: tl.constexpr,
 ):
-    """Two-launch variant, first launch: Tm of every (chunk, head) into the workspace.
+    """Two-launch variant, first launch: Tm (and P) of every (chunk, head) into the workspace.
 
     Chunk j of sequence n lives in slot bos_n // C + n + j; the slots of distinct chunks are
     distinct and all below T // C + N + 1 (floor(b/C) + ceil(L/C) <= floor((b+L)/C) + 1).
+    PREP: 0 Tm and P in one CTA, P from the k and gates that Tm used; 1 the same, P reloading
+    them; 2 Tm only; 3 P only (2 then 3: two prep launches). Offline ptxas (sm_90, C=64, 4 warps,
+    cuobjdump -res-usage): 0: 255 registers + 184 B of spills per thread; 1: 255, no spills;
+    2: 168; 3: 126 (more CTAs per SM). Not yet timed on a GPU: the table uses 0 (measured).
     """
     slot = tl.program_id(0)
     h = tl.program_id(1)
@@ -361,16 +365,30 @@ def _gdn_prep_kernel(
         tok = c0 + r
         valid = tok < eos
         qk_off = tok[:, None] * (NHK * DK) + hq * DK + kx[None, :]
-        k = tl.load(k_ptr + qk_off, mask=valid[:, None], other=0.0)
-        lg, beta = _chunk_gates(a_ptr, b_ptr, tok, valid, h, alog, dtb, NHV)
-        G = _cumsum(lg, C, SCAN)
-        Tm = _chunk_tm(k, G, beta, C, SB, LOG2NB, PREC_QK, PREC_T, FS)
-        w_off = (slot * NHV + h) * (C * C) + r[:, None] * C + r[None, :]
-        tl.store(ws_ptr + w_off, Tm)
-        if WS_P:
-            q = tl.load(q_ptr + qk_off, mask=valid[:, None], other=0.0)
-            P = _chunk_p(q, k, G, C, PREC_QK)
-            tl.store(wp_ptr + w_off, P.to(wp_ptr.dtype.element_ty))
+        if PREP == 0:   # the measured path (kept as compiled for the table until the others are timed)
+            k = tl.load(k_ptr + qk_off, mask=valid[:, None], other=0.0)
+            lg, beta = _chunk_gates(a_ptr, b_ptr, tok, valid, h, alog, dtb, NHV)
+            G = _cumsum(lg, C, SCAN)
+            Tm = _chunk_tm(k, G, beta, C, SB, LOG2NB, PREC_QK, PREC_T, FS)
+            w_off = (slot * NHV + h) * (C * C) + r[:, None] * C + r[None, :]
+            tl.store(ws_ptr + w_off, Tm)
+            if WS_P:
+                q = tl.load(q_ptr + qk_off, mask=valid[:, None], other=0.0)
+                P = _chunk_p(q, k, G, C, PREC_QK)
+                tl.store(wp_ptr + w_off, P.to(wp_ptr.dtype.element_ty))
+        else:
+            w_off = (slot * NHV + h) * (C * C) + r[:, None] * C + r[None, :]
+            if PREP != 3:
+                k = tl.load(k_ptr + qk_off, mask=valid[:, None], other=0.0)
+                lg, beta = _chunk_gates(a_ptr, b_ptr, tok, valid, h, alog, dtb, NHV)
+                Tm = _chunk_tm(k, _cumsum(lg, C, SCAN), beta, C, SB, LOG2NB, PREC_QK, PREC_T, FS)
+                tl.store(ws_ptr + w_off, Tm)
+            if WS_P and PREP != 2:   # k and the gates reloaded: P's live range does not overlap Tm's
+                k = tl.load(k_ptr + qk_off, mask=valid[:, None], other=0.0)
+                lg, beta = _chunk_gates(a_ptr, b_ptr, tok, valid, h, alog, dtb, NHV)
+                q = tl.load(q_ptr + qk_off, mask=valid[:, None], other=0.0)
+                P = _chunk_p(q, k, _cumsum(lg, C, SCAN), C, PREC_QK)
+                tl.store(wp_ptr + w_off, P.to(wp_ptr.dtype.element_ty))
 
 
 # --------------------------------------------------------------------------------------------
@@ -489,12 +507,14 @@ def _launch(algo, q, k, v, state, A_log, a, dt_bias, b, cu_seqlens, scale, outpu
     try:
         if use_ws:
             np2 = max(2, triton.next_power_of_2(N))
-            _gdn_prep_kernel[(nslot, HV)](
-                q, k, A_log, a, dt_bias, b, cu_seqlens, ws, wp, N, WS_P=ws_p,
-                C=C, SB=SB, LOG2NB=log2nb, FS=fs, SCAN=scan, NP2=np2,
-                PREC_QK=p["PREC_QK"], PREC_T=p["PREC_T"],
-                NHV=HV, NHK=HK, DK=D,
-                num_warps=cfg.get("prep_warps", 4), num_stages=1)
+            prep = cfg.get("prep", 0)   # "split": Tm and P in two launches (PREP 2, then 3)
+            for mode in (((2, 3) if ws_p else (2,)) if prep == "split" else (prep,)):
+                _gdn_prep_kernel[(nslot, HV)](
+                    q, k, A_log, a, dt_bias, b, cu_seqlens, ws, wp, N, WS_P=ws_p,
+                    C=C, SB=SB, LOG2NB=log2nb, FS=fs, SCAN=scan, NP2=np2,
+                    PREC_QK=p["PREC_QK"], PREC_T=p["PREC_T"],
+                    NHV=HV, NHK=HK, DK=D, PREP=mode,
+                    num_warps=cfg.get("prep_warps", 4), num_stages=1)
             algo = ALGO_CHUNK_WS
         grid = (D // BV, N * HV)
         handle = _gdn_prefill_kernel[grid](
