@@ -134,13 +134,16 @@ def test_two_launch_wide_variant():
     run_and_check(fn, [0, 1, 33, 70, 100], seed=3, out_atol=2e-3)
 
 
-@pytest.mark.parametrize("prep", [1, "split"])
-def test_prep_variants(prep):
-    # tuning variants of the first launch (P from reloaded k and gates; Tm and P in two launches)
+@pytest.mark.parametrize("variant", [dict(prep=1), dict(prep="split"), dict(out_split=True),
+                                     dict(out_split=True, out_bv=64, BV=16, prep="split")],
+                         ids=["prep1", "prep-split", "out-split", "out-split-bv64-prep-split"])
+def test_multi_launch_variants(variant):
+    # tuning variants: P from reloaded k and gates; Tm and P in two launches; the chain carrying only the
+    # state and the outputs in a third launch
     def fn(*args):
-        for buf in pk._WORKSPACES.values():   # whatever the launch does not write is NaN
+        for buf in pk._WORKSPACES.values():   # whatever the launches do not write is NaN
             buf.fill_(float("nan"))
-        pk._launch(pk.ALGO_CHUNK, *args, cfg=dict(pk._TWO_LAUNCH_WIDE_CFG, prep=prep))
+        pk._launch(pk.ALGO_CHUNK, *args, cfg=dict(pk._TWO_LAUNCH_WIDE_CFG, **variant))
     run_and_check(fn, [0, 1, 33, 70, 100], seed=3, out_atol=2e-3)
 
 

@@ -38,6 +38,9 @@ I/O and output stores are shared:
                    the serial per-sequence chain then only does the H-dependent dots
     ALGO_RECURRENT token-by-token register-resident recurrence, no tensor cores (the ablation:
                    `kernel_recurrent`)
+    ALGO_CHUNK_WS_STATE  tuning variant (cfg out_split, not in the table, not yet timed): the chain
+                   only carries the state, storing X and the state at each chunk start; a third
+                   launch (_gdn_out_kernel) computes every chunk's outputs in parallel
 `kernel` picks ALGO_CHUNK (one launch) or ALGO_CHUNK_WS (two launches) from the launch table
 below (measured on an H200: two launches win from ~256 tokens on); `kernel_recurrent` runs the
 ablation through the same launcher.
@@ -61,6 +64,7 @@ _DEFAULT_SCALE = 1.0 / math.sqrt(D)
 ALGO_CHUNK = 0
 ALGO_RECURRENT = 1
 ALGO_CHUNK_WS = 2
+ALGO_CHUNK_WS_STATE = 3   # variant: the chain only carries the state; outputs in a third launch
 
 # dot operand precision codes (constexpr)
 P_BF16 = 0
@@ -200,6 +204,17 @@ def _chunk_apply(H, Tm, P, q, k, v, G, beta, scale,
 
 
 @triton.jit
+def _chunk_state(H, Tm, k, v, G, beta, PREC_T: tl.constexpr, PREC_S: tl.constexpr):
+    """The state part of _chunk_apply alone: X (new values) and the state after the chunk."""
+    gC = tl.min(G, axis=0)
+    KH = _mm(k, H, PREC_S)
+    R = beta[:, None] * (v - tl.exp(G)[:, None] * KH)
+    X = _mm(Tm, R, PREC_T)
+    H = tl.exp(gC) * H + _mm(tl.trans(k), X * tl.exp(gC - G)[:, None], PREC_S)
+    return X, H
+
+
+@triton.jit
 def _recurrent_chunk(H, c0, eos, h, hq, v0, q_ptr, k_ptr, v_ptr, a_ptr, b_ptr, o_ptr,
                      alog, dtb, scale, C: tl.constexpr, BV: tl.constexpr,
                      NHV: tl.constexpr, NHK: tl.constexpr, DK: tl.constexpr,
@@ -243,7 +258,7 @@ def _recurrent_token(H, t, h, hq, v0, q_ptr, k_ptr, v_ptr, a_ptr, b_ptr, o_ptr, 
 
 @triton.jit
 def _step(H, c0, bos, eos, n, h, hq, v0, q_ptr, k_ptr, v_ptr, a_ptr, b_ptr, o_ptr, ws_ptr,
-          wp_ptr, alog, dtb, scale, WS_P: tl.constexpr, ALGO: tl.constexpr, C: tl.constexpr,
+          wp_ptr, xs_ptr, hc_ptr, alog, dtb, scale, WS_P: tl.constexpr, ALGO: tl.constexpr, C: tl.constexpr,
           BV: tl.constexpr, SB: tl.constexpr, LOG2NB: tl.constexpr, FS: tl.constexpr,
           SCAN: tl.constexpr, PREC_QK: tl.constexpr, PREC_T: tl.constexpr,
           PREC_S: tl.constexpr, PREC_O: tl.constexpr, NHV: tl.constexpr,
@@ -252,6 +267,23 @@ def _step(H, c0, bos, eos, n, h, hq, v0, q_ptr, k_ptr, v_ptr, a_ptr, b_ptr, o_pt
     if ALGO == 1:
         H = _recurrent_chunk(H, c0, eos, h, hq, v0, q_ptr, k_ptr, v_ptr, a_ptr, b_ptr, o_ptr,
                              alog, dtb, scale, C, BV, NHV, NHK, DK, INTERP)
+    elif ALGO == 3:
+        # state only: X and the state at the chunk start go to workspaces for the output launch
+        r = tl.arange(0, C)
+        kx = tl.arange(0, DK)
+        vx = tl.arange(0, BV)
+        tok = c0 + r
+        valid = tok < eos
+        k = tl.load(k_ptr + tok[:, None] * (NHK * DK) + hq * DK + kx[None, :], mask=valid[:, None], other=0.0)
+        v = tl.load(v_ptr + tok[:, None] * (NHV * DK) + h * DK + v0 + vx[None, :], mask=valid[:, None],
+                    other=0.0).to(tl.float32)
+        lg, beta = _chunk_gates(a_ptr, b_ptr, tok, valid, h, alog, dtb, NHV)
+        G = _cumsum(lg, C, SCAN)
+        sh = (bos // C + n + (c0 - bos) // C) * NHV + h
+        Tm = tl.load(ws_ptr + sh * (C * C) + r[:, None] * C + r[None, :])
+        tl.store(hc_ptr + sh * (DK * DK) + kx[:, None] * DK + v0 + vx[None, :], H)
+        X, H = _chunk_state(H, Tm, k, v, G, beta, PREC_T, PREC_S)
+        tl.store(xs_ptr + sh * (C * DK) + r[:, None] * DK + v0 + vx[None, :], X.to(xs_ptr.dtype.element_ty))
     else:
         r = tl.arange(0, C)
         kx = tl.arange(0, DK)
@@ -287,7 +319,7 @@ def _step(H, c0, bos, eos, n, h, hq, v0, q_ptr, k_ptr, v_ptr, a_ptr, b_ptr, o_pt
 @triton.jit
 def _gdn_prefill_kernel(
     q_ptr, k_ptr, v_ptr, s_ptr, alog_ptr, a_ptr, dtb_ptr, b_ptr, cu_ptr, o_ptr, ns_ptr, ws_ptr,
-    wp_ptr, scale,
+    wp_ptr, xs_ptr, hc_ptr, scale,
     ALGO: tl.constexpr, WS_P: tl.constexpr, C: tl.constexpr, BV: tl.constexpr, SB: tl.constexpr,
     LOG2NB: tl.constexpr, FS: tl.constexpr, SCAN: tl.constexpr, HAS_STATE: tl.constexpr,
     PREC_QK: tl.constexpr, PREC_T: tl.constexpr, PREC_S: tl.constexpr, PREC_O: tl.constexpr,
@@ -319,13 +351,13 @@ def _gdn_prefill_kernel(
         c0 = bos
         while c0 < eos:
             H = _step(H, c0, bos, eos, n, h, hq, v0, q_ptr, k_ptr, v_ptr, a_ptr, b_ptr, o_ptr,
-                      ws_ptr, wp_ptr, alog, dtb, scale, WS_P, ALGO, C, BV, SB, LOG2NB, FS,
+                      ws_ptr, wp_ptr, xs_ptr, hc_ptr, alog, dtb, scale, WS_P, ALGO, C, BV, SB, LOG2NB, FS,
                       SCAN, PREC_QK, PREC_T, PREC_S, PREC_O, NHV, NHK, DK, INTERP)
             c0 += C
     else:
         for c0 in range(bos, eos, C):
             H = _step(H, c0, bos, eos, n, h, hq, v0, q_ptr, k_ptr, v_ptr, a_ptr, b_ptr, o_ptr,
-                      ws_ptr, wp_ptr, alog, dtb, scale, WS_P, ALGO, C, BV, SB, LOG2NB, FS,
+                      ws_ptr, wp_ptr, xs_ptr, hc_ptr, alog, dtb, scale, WS_P, ALGO, C, BV, SB, LOG2NB, FS,
                       SCAN, PREC_QK, PREC_T, PREC_S, PREC_O, NHV, NHK, DK, INTERP)
     tl.store(ns_ptr + s_off, H)
 
@@ -391,6 +423,45 @@ def _gdn_prep_kernel(
                 tl.store(wp_ptr + w_off, P.to(wp_ptr.dtype.element_ty))
 
 
+@triton.jit
+def _gdn_out_kernel(
+    q_ptr, a_ptr, b_ptr, alog_ptr, dtb_ptr, cu_ptr, wp_ptr, xs_ptr, hc_ptr, o_ptr, N, scale,
+    C: tl.constexpr, BV: tl.constexpr, SCAN: tl.constexpr, NP2: tl.constexpr,
+    PREC_S: tl.constexpr, PREC_O: tl.constexpr,
+    NHV: tl.constexpr, NHK: tl.constexpr, DK: tl.constexpr,
+):
+    """ALGO_CHUNK_WS_STATE, third launch: O = scale (gamma Q H_c + P X) for every (chunk, head,
+    value slice) at once, from the state at each chunk start (hc) and the new values (xs) that the
+    chain stored, and P from the first launch."""
+    slot = tl.program_id(0)
+    h = tl.program_id(1)
+    v0 = tl.program_id(2) * BV
+    hq = h // (NHV // NHK)
+    m = tl.arange(0, NP2)
+    cu_m = tl.load(cu_ptr + m, mask=m < N, other=0).to(tl.int32)
+    n = tl.sum((((cu_m // C + m) <= slot) & (m < N)).to(tl.int32), axis=0) - 1
+    bos = tl.load(cu_ptr + n).to(tl.int32)
+    eos = tl.load(cu_ptr + n + 1).to(tl.int32)
+    c0 = bos + (slot - (bos // C + n)) * C
+    if c0 < eos:
+        r = tl.arange(0, C)
+        kx = tl.arange(0, DK)
+        vx = tl.arange(0, BV)
+        tok = c0 + r
+        valid = tok < eos
+        lg, beta = _chunk_gates(a_ptr, b_ptr, tok, valid, h, tl.load(alog_ptr + h).to(tl.float32),
+                                tl.load(dtb_ptr + h).to(tl.float32), NHV)
+        G = _cumsum(lg, C, SCAN)
+        sh = slot * NHV + h
+        q = tl.load(q_ptr + tok[:, None] * (NHK * DK) + hq * DK + kx[None, :], mask=valid[:, None], other=0.0)
+        Hc = tl.load(hc_ptr + sh * (DK * DK) + kx[:, None] * DK + v0 + vx[None, :])
+        P = tl.load(wp_ptr + sh * (C * C) + r[:, None] * C + r[None, :]).to(tl.float32)
+        X = tl.load(xs_ptr + sh * (C * DK) + r[:, None] * DK + v0 + vx[None, :]).to(tl.float32)
+        O = scale * (tl.exp(G)[:, None] * _mm(q, Hc, PREC_S) + _mm(P, X, PREC_O))
+        tl.store(o_ptr + tok[:, None] * (NHV * DK) + h * DK + v0 + vx[None, :], O.to(o_ptr.dtype.element_ty),
+                 mask=valid[:, None])
+
+
 # --------------------------------------------------------------------------------------------
 # host side
 # --------------------------------------------------------------------------------------------
@@ -447,11 +518,11 @@ _MMA_ENV = {"DISABLE_MMA_V3": "1", "DISABLE_MMA_V5": "1"}
 _WORKSPACES = {}
 
 
-def _workspace(numel, dtype, device):
-    """The two-launch workspace, kept between calls (grown when a call needs more): no allocation in the
-    call. Every slot the second launch reads was written by the first launch of the same call, so what a
-    previous call left there is never read. Calls are assumed to run on one stream at a time."""
-    key = (str(device), dtype)
+def _workspace(name, numel, dtype, device):
+    """A workspace of the multi-launch variants, kept between calls (grown when a call needs more): no
+    allocation in the call. Every slot a launch reads was written by an earlier launch of the same call,
+    so what a previous call left there is never read. Calls are assumed to run on one stream at a time."""
+    key = (name, str(device), dtype)
     buf = _WORKSPACES.get(key)
     if buf is None or buf.numel() < numel:
         buf = torch.empty((numel,), dtype=dtype, device=device)
@@ -492,13 +563,17 @@ def _launch(algo, q, k, v, state, A_log, a, dt_bias, b, cu_seqlens, scale, outpu
     s_arg = state if has_state else new_state
     use_ws = algo == ALGO_CHUNK and cfg.get("ws", False)
     ws_p = use_ws and cfg.get("ws_p", False)
+    state_only = ws_p and cfg.get("out_split", False)   # variant: outputs in a third launch
     ws = new_state  # dummy pointers when unused
-    wp = output
+    wp = xs = hc = output
     if use_ws:
         nslot = T // C + N + 1
-        ws = _workspace(nslot * HV * C * C, torch.float32, q.device)
+        ws = _workspace("tm", nslot * HV * C * C, torch.float32, q.device)
         if ws_p:
-            wp = _workspace(nslot * HV * C * C, torch.bfloat16, q.device)
+            wp = _workspace("p", nslot * HV * C * C, torch.bfloat16, q.device)
+        if state_only:
+            xs = _workspace("x", nslot * HV * C * D, torch.bfloat16, q.device)
+            hc = _workspace("hc", nslot * HV * D * D, torch.float32, q.device)
     saved = {}
     if on_gpu:
         for key, val in _MMA_ENV.items():
@@ -515,14 +590,20 @@ def _launch(algo, q, k, v, state, A_log, a, dt_bias, b, cu_seqlens, scale, outpu
                     PREC_QK=p["PREC_QK"], PREC_T=p["PREC_T"],
                     NHV=HV, NHK=HK, DK=D, PREP=mode,
                     num_warps=cfg.get("prep_warps", 4), num_stages=1)
-            algo = ALGO_CHUNK_WS
+            algo = ALGO_CHUNK_WS_STATE if state_only else ALGO_CHUNK_WS
         grid = (D // BV, N * HV)
         handle = _gdn_prefill_kernel[grid](
-            q, k, v, s_arg, A_log, a, dt_bias, b, cu_seqlens, output, new_state, ws, wp, scale,
+            q, k, v, s_arg, A_log, a, dt_bias, b, cu_seqlens, output, new_state, ws, wp, xs, hc, scale,
             ALGO=algo, WS_P=ws_p, C=C, BV=BV, SB=SB, LOG2NB=log2nb, FS=fs, SCAN=scan,
             HAS_STATE=has_state,
             NHV=HV, NHK=HK, DK=D, INTERP=not on_gpu,
             num_warps=cfg.get("num_warps", 4), num_stages=cfg.get("num_stages", 2), **p)
+        if use_ws and state_only:
+            bvo = cfg.get("out_bv", 32)
+            _gdn_out_kernel[(nslot, HV, D // bvo)](
+                q, a, b, A_log, dt_bias, cu_seqlens, wp, xs, hc, output, N, scale,
+                C=C, BV=bvo, SCAN=scan, NP2=np2, PREC_S=p["PREC_S"], PREC_O=p["PREC_O"],
+                NHV=HV, NHK=HK, DK=D, num_warps=cfg.get("out_warps", 4), num_stages=1)
     finally:
         for key, val in saved.items():
             if val is None:
