@@ -399,9 +399,12 @@ def _loop(dataset, definition, workloads, solutions, opts, done, cache, runner, 
                 inputs = [materialize(definition, workload, blobs, opts.device, t, opts.seed) for t in range(trials)]
                 ref_ms = time_reference(load_reference(definition), definition, workload, inputs, opts, provenance,
                                         cache)
-                ref_spent += time.monotonic() - start
+                secs = time.monotonic() - start
+                ref_spent += secs
                 append_jsonl(extras_path(out_dir, definition.name), reference_record(
-                    workload, ref_ms, opts, provenance, ref_timing_label, time.monotonic() - start))
+                    workload, ref_ms, opts, provenance, ref_timing_label, secs))
+                bar.write(f"{definition.name}: reference latency of {workload.uuid[:8]} (its pairs were done "
+                          f"earlier): {ref_ms:.4g} ms, timed in {secs:.0f} s")
             elif workload.uuid in late:
                 ref_skipped += 1
             continue

@@ -158,7 +158,7 @@ def test_evaluate_times_the_reference_without_event_time(tmp_path, monkeypatch):
     assert seen == [False]  # the reference; the solution is timed in its child, not through this module here
 
 
-def test_a_resumed_run_times_references_a_budget_left_out_and_the_report_fills_them_in(tmp_path):
+def test_a_resumed_run_times_references_a_budget_left_out_and_the_report_fills_them_in(tmp_path, capsys):
     """Every pair done, references missing: the next pass times only the references (no pair runs again),
     records them in the extras, and the report's speedup vs reference becomes defined."""
     import pandas as pd
@@ -171,8 +171,10 @@ def test_a_resumed_run_times_references_a_budget_left_out_and_the_report_fills_t
     starved = evaluate(ds, definition, workloads, [sol], _opts(tmp_path, resume=True, reference_budget_s=0.0))
     ep = extras_path(tmp_path / "out", definition.name)
     assert all(r.skipped for r in starved) and '"record"' not in ep.read_text()
+    capsys.readouterr()
     second = evaluate(ds, definition, workloads, [sol], _opts(tmp_path, resume=True))
     assert all(r.skipped for r in second)  # no pair ran again
+    assert capsys.readouterr().out.count("its pairs were done earlier") == len(workloads)  # progress shown
     records = [e for _, e in read_jsonl(ep) if e.get("record") == "reference"]
     assert sorted(e["workload"] for e in records) == sorted(w.uuid for w in workloads)
     assert all(e["reference_latency_ms"] > 0 for e in records)
