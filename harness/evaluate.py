@@ -376,6 +376,22 @@ def evaluate(dataset, definition, workloads, solutions, opts, stats=None):
     return results
 
 
+def _time_late_reference(dataset, definition, workload, opts, cache, ref_timing_label, bar):
+    """Time the reference of a workload whose pairs were done earlier (inputs only, no reference outputs),
+    record it in the extras and say so; returns the seconds it took."""
+    start = time.monotonic()
+    blobs, provenance = _blobs(dataset, definition, workload, opts)
+    trials = (opts.reference_timing or opts.timing or official_timing(definition.name)).trials
+    inputs = [materialize(definition, workload, blobs, opts.device, t, opts.seed) for t in range(trials)]
+    ref_ms = time_reference(load_reference(definition), definition, workload, inputs, opts, provenance, cache)
+    secs = time.monotonic() - start
+    append_jsonl(extras_path(opts.out_dir, definition.name),
+                 reference_record(workload, ref_ms, opts, provenance, ref_timing_label, secs))
+    bar.write(f"{definition.name}: reference latency of {workload.uuid[:8]} (its pairs were done earlier): "
+              f"{ref_ms:.4g} ms, timed in {secs:.0f} s")
+    return secs
+
+
 def _loop(dataset, definition, workloads, solutions, opts, done, cache, runner, cache_dir, prepared, bar, results,
           ref_timing_label, late):
     """The per-workload loop of evaluate(): returns (seconds spent timing references, references not timed).
@@ -393,18 +409,7 @@ def _loop(dataset, definition, workloads, solutions, opts, done, cache, runner, 
                 bar.update(1)
         if not todo:
             if workload.uuid in late and (opts.reference_budget_s is None or ref_spent < opts.reference_budget_s):
-                start = time.monotonic()
-                blobs, provenance = _blobs(dataset, definition, workload, opts)
-                trials = (opts.reference_timing or timing).trials
-                inputs = [materialize(definition, workload, blobs, opts.device, t, opts.seed) for t in range(trials)]
-                ref_ms = time_reference(load_reference(definition), definition, workload, inputs, opts, provenance,
-                                        cache)
-                secs = time.monotonic() - start
-                ref_spent += secs
-                append_jsonl(extras_path(out_dir, definition.name), reference_record(
-                    workload, ref_ms, opts, provenance, ref_timing_label, secs))
-                bar.write(f"{definition.name}: reference latency of {workload.uuid[:8]} (its pairs were done "
-                          f"earlier): {ref_ms:.4g} ms, timed in {secs:.0f} s")
+                ref_spent += _time_late_reference(dataset, definition, workload, opts, cache, ref_timing_label, bar)
             elif workload.uuid in late:
                 ref_skipped += 1
             continue
