@@ -123,6 +123,10 @@ def main(argv=None):
     out = Path(args.out or RESULTS_ROOT / slug)
     if args.bench:
         import shutil
+        if args.out and Path(args.out).exists() and any(Path(args.out).iterdir()):
+            print(f"error: --bench needs a fresh folder; {args.out} is not empty (the default .cache/bench/<gpu>/ is "
+                  "emptied by every benchmark)")
+            return 2
         out = Path(args.out or CACHE_ROOT / "bench" / slug)
         shutil.rmtree(out, ignore_errors=True)
         out.mkdir(parents=True)

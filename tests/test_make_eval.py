@@ -103,10 +103,12 @@ def test_bench_is_a_fresh_full_run_with_cached_reference_latencies(recorded, tmp
     monkeypatch.setattr(make_eval, "RESULTS_ROOT", results)
     (results / "h200").mkdir(parents=True)
     (results / "h200" / "reference_latency.json").write_text('{"some-key": 1.5}')
-    out = tmp_path / "bench"
-    out.mkdir()
+    import harness.builders
+    monkeypatch.setattr(harness.builders, "CACHE_ROOT", tmp_path / "cache")
+    out = tmp_path / "cache" / "bench" / "h200"
+    out.mkdir(parents=True)
     (out / "traces.jsonl").write_text("left by an earlier benchmark")
-    assert make_eval.main(["--bench", "--out", str(out), "--peers"]) == 0
+    assert make_eval.main(["--bench", "--peers"]) == 0
     assert not (out / "traces.jsonl").exists()                     # a fresh folder: nothing resumed
     assert json.loads((out / "reference_latency.json").read_text()) == {"some-key": 1.5}
     (_, dec_sols, dec_n, dec_opts), (_, pre_sols, pre_n, pre_opts) = recorded
@@ -120,3 +122,10 @@ def test_bench_is_a_fresh_full_run_with_cached_reference_latencies(recorded, tmp
     assert [json.loads(r)["definition"] for r in recorded_runs] == ["gdn_decode_qk4_v8_d128_k_last",
                                                                    "gdn_prefill_qk4_v8_d128_k_last"]
     assert "within the 600 s target" in capsys.readouterr().out
+
+
+def test_bench_refuses_a_folder_that_holds_something(recorded, tmp_path, capsys):
+    (tmp_path / "results.txt").write_text("someone's results")
+    assert make_eval.main(["--bench", "--out", str(tmp_path)]) == 2
+    assert (tmp_path / "results.txt").exists() and not recorded
+    assert "needs a fresh folder" in capsys.readouterr().out
