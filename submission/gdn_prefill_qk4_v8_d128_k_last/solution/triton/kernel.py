@@ -485,7 +485,8 @@ def _gdn_out_kernel(
 #   8 warps were slower everywhere (+30..+190 us on the chain); 3 stages helped BV16 by ~8 us
 #   and hurt BV32/64. The prep launch (~70 us at T=8192, ~17 us for 34 chunks) is ~1/4 of the
 #   call: its per-CTA Tm solve (16x16 blocks by forward substitution) is latency-bound.
-# Harness runs (results/h200): BV16 (N < 40) / BV64 gave 278 us mean on the 16 T=8192 workloads.
+# Harness runs (results/h200), mean of the 16 T=8192 workloads: 278 us with the earlier table
+# (BV16 for N < 40, BV64 above), 227 us with this one (198-268 us); mean of all 100: 95.4 -> 84.8 us.
 # Offline ptxas (sm_90, 4 warps; cuobjdump -res-usage): the chain kernel takes 236-255 registers
 # per thread, so at most 2 CTAs (8 warps) per SM: a latency-bound chain with little to hide it.
 # The one-launch config spills 160 B, the BV=64 one 480 B; capping registers (maxnreg 168 / 128)
