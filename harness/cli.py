@@ -7,6 +7,17 @@ from harness.correctness import DEFAULT_ATOL, DEFAULT_MATCHED_RATIO, DEFAULT_RTO
 from harness.jsonio import DataError
 
 
+def positive_int(text):
+    """argparse type: an integer >= 1 (e.g. a number of processes)."""
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"expected a whole number >= 1, got {text!r}")
+    return value
+
+
 def select_workloads(workloads, selector):
     """'all', indices '0,3', ranges '0-2', uuids or uuid prefixes, comma-separated, in file order."""
     if not selector or selector == "all":
@@ -50,7 +61,7 @@ def _eval_args(p):
                         "later runs (keyed by definition, workload, input bytes, seed, GPU model, torch version)")
     p.add_argument("--reference-budget", type=float, default=None, metavar="SECONDS",
                    help="stop timing uncached references after this many seconds (the rest: not profiled)")
-    p.add_argument("--prepare-jobs", type=int, default=1, metavar="N",
+    p.add_argument("--prepare-jobs", type=positive_int, default=1, metavar="N",
                    help="make inputs and reference outputs in N processes before timing starts (default 1: one "
                         "workload at a time, inside the loop)")
     p.add_argument("--isolation", choices=["process", "worker", "none"], default="process",
@@ -100,7 +111,7 @@ def _setup(args, solution_args):
                        profile_baseline=not args.no_profile_baseline, resume=args.resume, seed=args.seed,
                        isolation=args.isolation, timer=args.timer, show_progress=not args.quiet,
                        strict=args.strict, prestart=args.prestart,
-                       reference_budget_s=args.reference_budget, prepare_jobs=max(1, args.prepare_jobs),
+                       reference_budget_s=args.reference_budget, prepare_jobs=args.prepare_jobs,
                        payload_cache=CACHE_ROOT / "payloads" if args.reference_output_cache else None)
     return dataset, definition, workloads, solutions, opts
 

@@ -230,11 +230,20 @@ def perturb(inputs, seed):
     return out
 
 
+def reference_config(definition, opts):
+    """The timing settings of the reference: its own, else the solutions', else the official ones."""
+    return opts.reference_timing or opts.timing or official_timing(definition.name)
+
+
+def _within_budget(opts, spent):
+    return opts.reference_budget_s is None or spent < opts.reference_budget_s
+
+
 def time_reference(ref, definition, workload, trial_inputs, opts, provenance, cache, measure=True):
     """The reference latency in ms: cached, else timed (if `measure`), else None (not profiled)."""
     from harness import timing as timing_mod
 
-    cfg = opts.reference_timing or opts.timing or official_timing(definition.name)
+    cfg = reference_config(definition, opts)
     device_name = environment.hardware(opts.device)
     key = cache.key(device_name, definition.name, workload.uuid, provenance["digest"], opts.timer,
                     f"{cfg.warmup}/{cfg.iters}/{cfg.trials}")
@@ -342,8 +351,7 @@ def evaluate(dataset, definition, workloads, solutions, opts, stats=None):
     done = done_pairs(out_dir, solutions, definition) if opts.resume else set()
     cache = ReferenceLatencyCache(opts.reference_cache) if opts.reference_cache else ReferenceLatencyCache()
     results = []
-    timing = opts.timing or official_timing(definition.name)
-    ref_cfg = opts.reference_timing or timing
+    ref_cfg = reference_config(definition, opts)
     ref_timing_label = f"{ref_cfg.warmup}/{ref_cfg.iters}/{ref_cfg.trials}" if opts.profile_baseline else "not timed"
     if opts.profile_baseline and opts.resume:
         seed_reference_cache(cache, out_dir, definition, opts, ref_timing_label)
@@ -381,7 +389,7 @@ def _time_late_reference(dataset, definition, workload, opts, cache, ref_timing_
     record it in the extras and say so; returns the seconds it took."""
     start = time.monotonic()
     blobs, provenance = _blobs(dataset, definition, workload, opts)
-    trials = (opts.reference_timing or opts.timing or official_timing(definition.name)).trials
+    trials = reference_config(definition, opts).trials
     inputs = [materialize(definition, workload, blobs, opts.device, t, opts.seed) for t in range(trials)]
     ref_ms = time_reference(load_reference(definition), definition, workload, inputs, opts, provenance, cache)
     secs = time.monotonic() - start
@@ -408,7 +416,7 @@ def _loop(dataset, definition, workloads, solutions, opts, done, cache, runner, 
                 results.append(PairResult(workload, s, None, skipped=True))
                 bar.update(1)
         if not todo:
-            if workload.uuid in late and (opts.reference_budget_s is None or ref_spent < opts.reference_budget_s):
+            if workload.uuid in late and _within_budget(opts, ref_spent):
                 ref_spent += _time_late_reference(dataset, definition, workload, opts, cache, ref_timing_label, bar)
             elif workload.uuid in late:
                 ref_skipped += 1
@@ -417,7 +425,7 @@ def _loop(dataset, definition, workloads, solutions, opts, done, cache, runner, 
         path, provenance, ref, trial_inputs = prepare_workload(dataset, definition, workload, opts, cache_dir)
         ref_ms, reference_s = None, 0.0
         if opts.profile_baseline:
-            measure = opts.reference_budget_s is None or ref_spent < opts.reference_budget_s
+            measure = _within_budget(opts, ref_spent)
             ref_start = time.monotonic()
             ref_ms = time_reference(ref, definition, workload, trial_inputs, opts, provenance, cache, measure)
             reference_s = time.monotonic() - ref_start

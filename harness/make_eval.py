@@ -11,6 +11,7 @@ import sys
 import time
 from pathlib import Path
 
+from harness.cli import positive_int
 from harness.runner import TimingConfig
 
 DEFINITIONS = ("gdn_decode_qk4_v8_d128_k_last", "gdn_prefill_qk4_v8_d128_k_last")
@@ -76,7 +77,7 @@ def main(argv=None):
                          "children starting beside the timed calls")
     ap.add_argument("--no-reference-output-cache", action="store_true",
                     help="recompute reference outputs every run (default: kept in .cache/payloads/ and reused)")
-    ap.add_argument("--prepare-jobs", type=int, default=None, metavar="N",
+    ap.add_argument("--prepare-jobs", type=positive_int, default=None, metavar="N",
                     help="processes that make the inputs and reference outputs before timing starts (default: half "
                          "the cores, at most 8; 1: one workload at a time inside the loop)")
     ap.add_argument("--reference-budget", type=float, default=None, metavar="SECONDS",

@@ -101,7 +101,7 @@ def summarize(df):
             "mean_event_us": float(g.event_us[passed].mean()) if len(lat) else math.nan,
             "mean_divergence": float(g.divergence[passed].mean()) if len(lat) else math.nan,
             "max_abs_error": float(g.max_abs_error.max()), "max_rel_error": float(g.max_rel_error.max()),
-            "timer": ", ".join(sorted(set(g.timer[g.latency_us.notna()]))) or "-", "inputs": ", ".join(sorted(set(g.inputs))),
+            "timer": ", ".join(_timers(g)) or "-", "inputs": ", ".join(sorted(set(g.inputs))),
             "provenance": provenance_line(g),
         })
     return pd.DataFrame(out)
@@ -149,13 +149,24 @@ def runs_table(out_dir):
     return pd.DataFrame(rows).reindex(columns=RUN_COLUMNS) if rows else None
 
 
-def provenance(df):
+def _lib_values(df):
+    """Every value each environment.libs key takes in df (input_digest left out: per workload, in the traces)."""
     libs = {}
     for text in df.libs.unique():
         for k, v in json.loads(text).items():
-            if k != "input_digest":  # per workload; kept in the traces
+            if k != "input_digest":
                 libs.setdefault(k, set()).add(v)
-    return {"hardware": sorted(set(df.hardware)), "timers": sorted(set(df.timer[df.latency_us.notna()])),
+    return libs
+
+
+def _timers(df):
+    """The timers of the rows that have a latency (a failed pair was not timed)."""
+    return sorted(set(df.timer[df.latency_us.notna()]))
+
+
+def provenance(df):
+    libs = _lib_values(df)
+    return {"hardware": sorted(set(df.hardware)), "timers": _timers(df),
             "inputs": sorted(set(df.inputs)),
             "reference_timing": sorted(set(df.reference_timing)),
             "libs": {k: sorted(v) for k, v in sorted(libs.items())},
@@ -165,14 +176,11 @@ def provenance(df):
 
 def provenance_line(df):
     """One line for CSV columns and plot footers: GPU, software, timer, harness commit, inputs, dates."""
-    libs = {}
-    for text in df.libs.unique():
-        for k, v in json.loads(text).items():
-            libs.setdefault(k, set()).add(str(v))
-    get = lambda k: "/".join(sorted(libs.get(k, {"?"})))  # noqa: E731
+    libs = _lib_values(df)
+    get = lambda k: "/".join(sorted(map(str, libs.get(k, {"?"}))))  # noqa: E731
     return (f"{'/'.join(sorted(set(df.hardware)))} ({get('sm_count')} SMs), driver {get('driver')}, "
             f"CUDA {get('cuda')}, torch {get('torch')}, Triton {get('triton')}, FlashInfer {get('flashinfer')}, "
-            f"harness {get('harness')}; timer {'/'.join(sorted(set(df.timer[df.latency_us.notna()]))) or '-'}; inputs "
+            f"harness {get('harness')}; timer {'/'.join(_timers(df)) or '-'}; inputs "
             f"{'/'.join(sorted(set(df.inputs)))}; {str(df.timestamp.min())[:10]}..{str(df.timestamp.max())[:10]}")
 
 

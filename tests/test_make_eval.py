@@ -129,3 +129,10 @@ def test_bench_refuses_a_folder_that_holds_something(recorded, tmp_path, capsys)
     assert make_eval.main(["--bench", "--out", str(tmp_path)]) == 2
     assert (tmp_path / "results.txt").exists() and not recorded
     assert "needs a fresh folder" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("value", ["0", "-2", "many"])
+def test_prepare_jobs_must_be_a_positive_number(value, capsys):
+    with pytest.raises(SystemExit) as exc:
+        make_eval.main(["--prepare-jobs", value])
+    assert exc.value.code == 2 and "--prepare-jobs: expected a whole number >= 1" in capsys.readouterr().err
