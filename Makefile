@@ -28,14 +28,15 @@ test-gpu:
 
 # A GPU host usually has torch already (the H200 image does, with no package index): use it as it is.
 # Elsewhere build the venv first; make_eval then installs the GPU packages it lacks, or names them.
+GPU_PY = if python3 -c "import torch" 2>/dev/null; then py=python3; else $(MAKE) venv && py=.venv/bin/python; fi
 eval:
-	@if python3 -c "import torch" 2>/dev/null; then py=python3; else $(MAKE) venv && py=.venv/bin/python; fi; \
+	@$(GPU_PY); \
 	$$py -m harness.make_eval $(if $(OUT),--out $(OUT))
 
 # The harness benchmark (target: under 10 minutes): a fresh full run of ours + the baseline with reference
 # outputs recomputed and reference latencies only looked up; recorded in results/<gpu>/bench/runs.jsonl.
 bench:
-	@if python3 -c "import torch" 2>/dev/null; then py=python3; else $(MAKE) venv && py=.venv/bin/python; fi; \
+	@$(GPU_PY); \
 	$$py -m harness.make_eval --bench
 
 # Several solutions in one run (same inputs, timer, GPU), ratios to BASE (default: the first).
