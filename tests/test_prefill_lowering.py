@@ -31,7 +31,7 @@ sig.update({"s_ptr": "*fp32", "alog_ptr": "*fp32", "a_ptr": "*bf16", "dtb_ptr": 
             "cu_ptr": "*i64", "o_ptr": "*bf16", "ns_ptr": "*fp32", "ws_ptr": "*fp32", "wp_ptr": "*bf16",
             "scale": "fp32"})
 C, SB = cfg["C"], min(cfg.get("SB", 16), cfg["C"])
-cst = dict(ALGO=pk.ALGO_CHUNK, WS_P=False, C=C, BV=cfg["BV"], SB=SB, LOG2NB=(C // SB).bit_length() - 1, FS=0,
+cst = dict(ALGO=pk.ALGO_CHUNK, WS_P=False, C=C, BV=cfg["BV"], SB=SB, LOG2NB=(C // SB).bit_length() - 1,
            SCAN=0, HAS_STATE=True, PREC_QK=pk.P_BF16, PREC_T=pk.P_TF32, PREC_S=pk.P_BF16X2, PREC_O=pk.P_BF16,
            NHV=8, NHK=4, DK=128, INTERP=False)
 sig.update({k: "constexpr" for k in cst})

@@ -38,29 +38,19 @@ _DEFAULT_SCALE = 1.0 / math.sqrt(K_DIM)
 
 @triton.jit
 def _gdn_decode_kernel(
-    q_ptr, k_ptr, v_ptr, s_ptr, A_log_ptr, a_ptr, dt_bias_ptr, b_ptr, o_ptr, ns_ptr,
-    scale, n_tiles,
+    q_ptr, k_ptr, v_ptr, s_ptr, A_log_ptr, a_ptr, dt_bias_ptr, b_ptr, o_ptr, ns_ptr, scale,
     NUM_HV: tl.constexpr, GROUP: tl.constexpr, K: tl.constexpr, V: tl.constexpr,
     BV: tl.constexpr, NCHUNK: tl.constexpr, HAS_STATE: tl.constexpr,
     LOAD_EVICT: tl.constexpr, STORE_CACHE: tl.constexpr, VB_FAST: tl.constexpr,
-    PERSIST: tl.constexpr,
 ):
-    if PERSIST:  # tuning variant (not in the table): a fixed grid walks the (b*h, V block) tiles
-        NVB: tl.constexpr = V // (BV * NCHUNK)
-        t = tl.program_id(0)
-        while t < n_tiles:   # a while loop: the interpreter takes no program id as a range() bound
-            _tile(t // NVB, t % NVB, q_ptr, k_ptr, v_ptr, s_ptr, A_log_ptr, a_ptr, dt_bias_ptr, b_ptr, o_ptr,
-                  ns_ptr, scale, NUM_HV, GROUP, K, V, BV, NCHUNK, HAS_STATE, LOAD_EVICT, STORE_CACHE)
-            t += tl.num_programs(0)
-    else:
-        if VB_FAST:  # grid (V blocks, B * HV): the V blocks of one head are launched together
-            pid_v = tl.program_id(0)
-            pid_bh = tl.program_id(1)
-        else:        # grid (B * HV, V blocks)
-            pid_bh = tl.program_id(0)        # b * HV + h  (v, a, b, output are [B, HV, ...])
-            pid_v = tl.program_id(1)         # block of BV * NCHUNK value rows
-        _tile(pid_bh, pid_v, q_ptr, k_ptr, v_ptr, s_ptr, A_log_ptr, a_ptr, dt_bias_ptr, b_ptr, o_ptr, ns_ptr,
-              scale, NUM_HV, GROUP, K, V, BV, NCHUNK, HAS_STATE, LOAD_EVICT, STORE_CACHE)
+    if VB_FAST:  # grid (V blocks, B * HV): the V blocks of one head are launched together
+        pid_v = tl.program_id(0)
+        pid_bh = tl.program_id(1)
+    else:        # grid (B * HV, V blocks)
+        pid_bh = tl.program_id(0)        # b * HV + h  (v, a, b, output are [B, HV, ...])
+        pid_v = tl.program_id(1)         # block of BV * NCHUNK value rows
+    _tile(pid_bh, pid_v, q_ptr, k_ptr, v_ptr, s_ptr, A_log_ptr, a_ptr, dt_bias_ptr, b_ptr, o_ptr, ns_ptr,
+          scale, NUM_HV, GROUP, K, V, BV, NCHUNK, HAS_STATE, LOAD_EVICT, STORE_CACHE)
 
 
 @triton.jit
@@ -141,6 +131,10 @@ def _tile(pid_bh, pid_v, q_ptr, k_ptr, v_ptr, s_ptr, A_log_ptr, a_ptr, dt_bias_p
 #    larger tiles per warp (BV=16/w1) or VB_FAST (which helped the 4- and 8-warp configs by
 #    ~0.5 us at B=64 on the H200) may win for B >= 32;
 #  * the effect of the store cache hint on Blackwell's L2 is untested.
+# Tried and dropped (H200, results/h200/logs/decode_diag.json, kernel time, cold L2, median of 30):
+# a persistent grid of 132*{8,16,32} one-warp CTAs walking the tiles, BV=8, against the table at
+# B = 16/32/48/64: 6.9/10.4/16.1/19.0 us at best vs 6.0/10.7/14.9/19.2 (the table); within noise at
+# B = 32 and 64, slower at 16 and 48.
 # ---------------------------------------------------------------------------------------------
 _LAUNCH_TABLE = {
     1: (4, 1, 1, 1, "", "", False),
@@ -165,7 +159,7 @@ def _config_for(B):
         bv, nchunk, warps, stages, ev, sc, vbf = _LAUNCH_TABLE[key]
         nvb = V_DIM // (bv * nchunk)
         grid = (nvb, B * HV) if vbf else (B * HV, nvb)
-        cfg = (grid, bv, nchunk, warps, stages, ev, sc, vbf, B * HV * nvb)
+        cfg = (grid, bv, nchunk, warps, stages, ev, sc, vbf)
         _CFG_CACHE[B] = cfg
     return cfg
 
@@ -183,26 +177,23 @@ def _resolve_scale(scale):
 
 def launch(q, k, v, state, A_log, a, dt_bias, b, scale, output, new_state,
            BV, NCHUNK=1, num_warps=4, num_stages=1, load_evict="", store_cache="",
-           VB_FAST=False, persistent_ctas=0):
-    """Launch with an explicit configuration (used by the tuning script and tests). persistent_ctas > 0:
-    that many CTAs walk all tiles (a tuning variant, not in the table)."""
+           VB_FAST=False):
+    """Launch with an explicit configuration (used by the tuning script and tests)."""
     B = q.shape[0]
     nvb = V_DIM // (BV * NCHUNK)
     grid = (nvb, B * HV) if VB_FAST else (B * HV, nvb)
-    if persistent_ctas:
-        grid = (min(persistent_ctas, B * HV * nvb),)
-    _run(grid, BV, NCHUNK, num_warps, num_stages, load_evict, store_cache, VB_FAST, B * HV * nvb,
-         q, k, v, state, A_log, a, dt_bias, b, scale, output, new_state, persist=bool(persistent_ctas))
+    _run(grid, BV, NCHUNK, num_warps, num_stages, load_evict, store_cache, VB_FAST,
+         q, k, v, state, A_log, a, dt_bias, b, scale, output, new_state)
 
 
-def _run(grid, bv, nchunk, warps, stages, ev, sc, vbf, n_tiles, q, k, v, state, A_log, a, dt_bias, b, scale, output,
-         new_state, persist=False):
+def _run(grid, bv, nchunk, warps, stages, ev, sc, vbf, q, k, v, state, A_log, a, dt_bias, b, scale, output,
+         new_state):
     has_state = state is not None
     _gdn_decode_kernel[grid](
         q, k, v, state if has_state else new_state, A_log, a, dt_bias, b, output, new_state,
-        _resolve_scale(scale), n_tiles,
+        _resolve_scale(scale),
         NUM_HV=HV, GROUP=HV // HK, K=K_DIM, V=V_DIM, BV=bv, NCHUNK=nchunk,
-        HAS_STATE=has_state, LOAD_EVICT=ev, STORE_CACHE=sc, VB_FAST=vbf, PERSIST=persist,
+        HAS_STATE=has_state, LOAD_EVICT=ev, STORE_CACHE=sc, VB_FAST=vbf,
         num_warps=warps, num_stages=stages,
     )
 

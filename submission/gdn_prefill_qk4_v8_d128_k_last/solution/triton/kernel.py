@@ -38,9 +38,6 @@ I/O and output stores are shared:
                    the serial per-sequence chain then only does the H-dependent dots
     ALGO_RECURRENT token-by-token register-resident recurrence, no tensor cores (the ablation:
                    `kernel_recurrent`)
-    ALGO_CHUNK_WS_STATE  tuning variant (cfg out_split, not in the table, not yet timed): the chain
-                   only carries the state, storing X and the state at each chunk start; a third
-                   launch (_gdn_out_kernel) computes every chunk's outputs in parallel
 `kernel` picks ALGO_CHUNK (one launch) or ALGO_CHUNK_WS (two launches) from the launch table
 below (measured on an H200: two launches win from ~256 tokens on); `kernel_recurrent` runs the
 ablation through the same launcher.
@@ -64,7 +61,6 @@ _DEFAULT_SCALE = 1.0 / math.sqrt(D)
 ALGO_CHUNK = 0
 ALGO_RECURRENT = 1
 ALGO_CHUNK_WS = 2
-ALGO_CHUNK_WS_STATE = 3   # variant: the chain only carries the state; outputs in a third launch
 
 # dot operand precision codes (constexpr)
 P_BF16 = 0
@@ -131,7 +127,7 @@ def _cumsum(x, C: tl.constexpr, SCAN: tl.constexpr):
 
 @triton.jit
 def _chunk_tm(k, G, beta, C: tl.constexpr, SB: tl.constexpr, LOG2NB: tl.constexpr,
-              PREC_QK: tl.constexpr, PREC_T: tl.constexpr, FS: tl.constexpr):
+              PREC_QK: tl.constexpr, PREC_T: tl.constexpr):
     """Tm = (I + A)^-1, A[r,s] = beta_r exp(G_r - G_s) (k_r . k_s) for s < r (fp32 [C, C])."""
     NB: tl.constexpr = C // SB
     r = tl.arange(0, C)
@@ -143,30 +139,20 @@ def _chunk_tm(k, G, beta, C: tl.constexpr, SB: tl.constexpr, LOG2NB: tl.constexp
     # Diagonal SB x SB blocks, all NB at once, by right-looking elimination on [I + Dg | I]:
     # at step j row j of each block of Ti is final and is subtracted, scaled by column j of
     # the block of A, from the rows below it (A is strictly lower: rows <= j are untouched).
-    if FS == 0:
-        # blocks gathered into [NB, SB, SB]: both extractions reduce along the axis they are
-        # broadcast back on, so the loop has no layout shuffles
-        A4 = tl.reshape(A, (NB, SB, NB, SB))
-        bi = tl.arange(0, NB)[:, None, None, None]
-        bj = tl.arange(0, NB)[None, None, :, None]
-        Dg = tl.sum(tl.where(bi == bj, A4, 0.0), axis=2)             # [NB, SB, SB]
-        ii = tl.arange(0, SB)[None, :, None]
-        jj = tl.arange(0, SB)[None, None, :]
-        Ti = tl.where(ii == jj, 1.0, 0.0) + tl.zeros((NB, SB, SB), dtype=tl.float32)
-        for j in tl.static_range(0, SB - 1):
-            col = tl.sum(tl.where(jj == j, Dg, 0.0), axis=2)         # Dg[:, :, j]  [NB, SB]
-            row = tl.sum(tl.where(ii == j, Ti, 0.0), axis=1)         # Ti[:, j, :]  [NB, SB]
-            Ti = Ti - col[:, :, None] * row[:, None, :]
-        Tm = tl.reshape(tl.where(bi == bj, Ti[:, :, None, :], 0.0), (C, C))
-    else:
-        # the same on the dense [C, C] tile with block-diagonal masks (no reshapes)
-        bd = (r[:, None] // SB) == (r[None, :] // SB)
-        Ab = tl.where(bd, A, 0.0)
-        Tm = tl.where(r[:, None] == r[None, :], 1.0, 0.0)
-        for j in tl.static_range(0, SB - 1):
-            col = tl.sum(tl.where((r[None, :] % SB) == j, Ab, 0.0), axis=1)  # A[r, blk(r)+j]
-            row = tl.sum(tl.where((r[:, None] % SB) == j, Tm, 0.0), axis=0)  # Tm[blk(c)+j, c]
-            Tm = Tm - tl.where(bd, col[:, None] * row[None, :], 0.0)
+    # The blocks are gathered into [NB, SB, SB]: both extractions reduce along the axis they are
+    # broadcast back on, so the loop has no layout shuffles.
+    A4 = tl.reshape(A, (NB, SB, NB, SB))
+    bi = tl.arange(0, NB)[:, None, None, None]
+    bj = tl.arange(0, NB)[None, None, :, None]
+    Dg = tl.sum(tl.where(bi == bj, A4, 0.0), axis=2)             # [NB, SB, SB]
+    ii = tl.arange(0, SB)[None, :, None]
+    jj = tl.arange(0, SB)[None, None, :]
+    Ti = tl.where(ii == jj, 1.0, 0.0) + tl.zeros((NB, SB, SB), dtype=tl.float32)
+    for j in tl.static_range(0, SB - 1):
+        col = tl.sum(tl.where(jj == j, Dg, 0.0), axis=2)         # Dg[:, :, j]  [NB, SB]
+        row = tl.sum(tl.where(ii == j, Ti, 0.0), axis=1)         # Ti[:, j, :]  [NB, SB]
+        Ti = Ti - col[:, :, None] * row[:, None, :]
+    Tm = tl.reshape(tl.where(bi == bj, Ti[:, :, None, :], 0.0), (C, C))
 
     # doubling merges: with D_s = blockdiag of s-blocks and E_s the A-entries of the
     # lower-left s-block inside each 2s-block, (D_s + E_s)^-1 = Tm_s - Tm_s E_s Tm_s.
@@ -201,17 +187,6 @@ def _chunk_apply(H, Tm, P, q, k, v, G, beta, scale,
     Xd = X * tl.exp(gC - G)[:, None]                                 # decay to the chunk end
     H = tl.exp(gC) * H + _mm(tl.trans(k), Xd, PREC_S)
     return O, H
-
-
-@triton.jit
-def _chunk_state(H, Tm, k, v, G, beta, PREC_T: tl.constexpr, PREC_S: tl.constexpr):
-    """The state part of _chunk_apply alone: X (new values) and the state after the chunk."""
-    gC = tl.min(G, axis=0)
-    KH = _mm(k, H, PREC_S)
-    R = beta[:, None] * (v - tl.exp(G)[:, None] * KH)
-    X = _mm(Tm, R, PREC_T)
-    H = tl.exp(gC) * H + _mm(tl.trans(k), X * tl.exp(gC - G)[:, None], PREC_S)
-    return X, H
 
 
 @triton.jit
@@ -258,8 +233,8 @@ def _recurrent_token(H, t, h, hq, v0, q_ptr, k_ptr, v_ptr, a_ptr, b_ptr, o_ptr, 
 
 @triton.jit
 def _step(H, c0, bos, eos, n, h, hq, v0, q_ptr, k_ptr, v_ptr, a_ptr, b_ptr, o_ptr, ws_ptr,
-          wp_ptr, xs_ptr, hc_ptr, alog, dtb, scale, WS_P: tl.constexpr, ALGO: tl.constexpr, C: tl.constexpr,
-          BV: tl.constexpr, SB: tl.constexpr, LOG2NB: tl.constexpr, FS: tl.constexpr,
+          wp_ptr, alog, dtb, scale, WS_P: tl.constexpr, ALGO: tl.constexpr, C: tl.constexpr,
+          BV: tl.constexpr, SB: tl.constexpr, LOG2NB: tl.constexpr,
           SCAN: tl.constexpr, PREC_QK: tl.constexpr, PREC_T: tl.constexpr,
           PREC_S: tl.constexpr, PREC_O: tl.constexpr, NHV: tl.constexpr,
           NHK: tl.constexpr, DK: tl.constexpr, INTERP: tl.constexpr):
@@ -267,23 +242,6 @@ def _step(H, c0, bos, eos, n, h, hq, v0, q_ptr, k_ptr, v_ptr, a_ptr, b_ptr, o_pt
     if ALGO == 1:
         H = _recurrent_chunk(H, c0, eos, h, hq, v0, q_ptr, k_ptr, v_ptr, a_ptr, b_ptr, o_ptr,
                              alog, dtb, scale, C, BV, NHV, NHK, DK, INTERP)
-    elif ALGO == 3:
-        # state only: X and the state at the chunk start go to workspaces for the output launch
-        r = tl.arange(0, C)
-        kx = tl.arange(0, DK)
-        vx = tl.arange(0, BV)
-        tok = c0 + r
-        valid = tok < eos
-        k = tl.load(k_ptr + tok[:, None] * (NHK * DK) + hq * DK + kx[None, :], mask=valid[:, None], other=0.0)
-        v = tl.load(v_ptr + tok[:, None] * (NHV * DK) + h * DK + v0 + vx[None, :], mask=valid[:, None],
-                    other=0.0).to(tl.float32)
-        lg, beta = _chunk_gates(a_ptr, b_ptr, tok, valid, h, alog, dtb, NHV)
-        G = _cumsum(lg, C, SCAN)
-        sh = (bos // C + n + (c0 - bos) // C) * NHV + h
-        Tm = tl.load(ws_ptr + sh * (C * C) + r[:, None] * C + r[None, :])
-        tl.store(hc_ptr + sh * (DK * DK) + kx[:, None] * DK + v0 + vx[None, :], H)
-        X, H = _chunk_state(H, Tm, k, v, G, beta, PREC_T, PREC_S)
-        tl.store(xs_ptr + sh * (C * DK) + r[:, None] * DK + v0 + vx[None, :], X.to(xs_ptr.dtype.element_ty))
     else:
         r = tl.arange(0, C)
         kx = tl.arange(0, DK)
@@ -298,7 +256,7 @@ def _step(H, c0, bos, eos, n, h, hq, v0, q_ptr, k_ptr, v_ptr, a_ptr, b_ptr, o_pt
         lg, beta = _chunk_gates(a_ptr, b_ptr, tok, valid, h, alog, dtb, NHV)
         G = _cumsum(lg, C, SCAN)
         if ALGO == 0:
-            Tm = _chunk_tm(k, G, beta, C, SB, LOG2NB, PREC_QK, PREC_T, FS)
+            Tm = _chunk_tm(k, G, beta, C, SB, LOG2NB, PREC_QK, PREC_T)
             P = _chunk_p(q, k, G, C, PREC_QK)
         else:
             w_off = ((bos // C + n + (c0 - bos) // C) * NHV + h) * (C * C) \
@@ -319,9 +277,9 @@ def _step(H, c0, bos, eos, n, h, hq, v0, q_ptr, k_ptr, v_ptr, a_ptr, b_ptr, o_pt
 @triton.jit
 def _gdn_prefill_kernel(
     q_ptr, k_ptr, v_ptr, s_ptr, alog_ptr, a_ptr, dtb_ptr, b_ptr, cu_ptr, o_ptr, ns_ptr, ws_ptr,
-    wp_ptr, xs_ptr, hc_ptr, scale,
+    wp_ptr, scale,
     ALGO: tl.constexpr, WS_P: tl.constexpr, C: tl.constexpr, BV: tl.constexpr, SB: tl.constexpr,
-    LOG2NB: tl.constexpr, FS: tl.constexpr, SCAN: tl.constexpr, HAS_STATE: tl.constexpr,
+    LOG2NB: tl.constexpr, SCAN: tl.constexpr, HAS_STATE: tl.constexpr,
     PREC_QK: tl.constexpr, PREC_T: tl.constexpr, PREC_S: tl.constexpr, PREC_O: tl.constexpr,
     NHV: tl.constexpr, NHK: tl.constexpr, DK: tl.constexpr, INTERP: tl.constexpr,
 ):
@@ -351,13 +309,13 @@ def _gdn_prefill_kernel(
         c0 = bos
         while c0 < eos:
             H = _step(H, c0, bos, eos, n, h, hq, v0, q_ptr, k_ptr, v_ptr, a_ptr, b_ptr, o_ptr,
-                      ws_ptr, wp_ptr, xs_ptr, hc_ptr, alog, dtb, scale, WS_P, ALGO, C, BV, SB, LOG2NB, FS,
+                      ws_ptr, wp_ptr, alog, dtb, scale, WS_P, ALGO, C, BV, SB, LOG2NB,
                       SCAN, PREC_QK, PREC_T, PREC_S, PREC_O, NHV, NHK, DK, INTERP)
             c0 += C
     else:
         for c0 in range(bos, eos, C):
             H = _step(H, c0, bos, eos, n, h, hq, v0, q_ptr, k_ptr, v_ptr, a_ptr, b_ptr, o_ptr,
-                      ws_ptr, wp_ptr, xs_ptr, hc_ptr, alog, dtb, scale, WS_P, ALGO, C, BV, SB, LOG2NB, FS,
+                      ws_ptr, wp_ptr, alog, dtb, scale, WS_P, ALGO, C, BV, SB, LOG2NB,
                       SCAN, PREC_QK, PREC_T, PREC_S, PREC_O, NHV, NHK, DK, INTERP)
     tl.store(ns_ptr + s_off, H)
 
@@ -366,7 +324,7 @@ def _gdn_prefill_kernel(
 def _gdn_prep_kernel(
     q_ptr, k_ptr, alog_ptr, a_ptr, dtb_ptr, b_ptr, cu_ptr, ws_ptr, wp_ptr, N,
     WS_P: tl.constexpr, C: tl.constexpr, SB: tl.constexpr, LOG2NB: tl.constexpr,
-    FS: tl.constexpr, SCAN: tl.constexpr, NP2: tl.constexpr,
+    SCAN: tl.constexpr, NP2: tl.constexpr,
     PREC_QK: tl.constexpr, PREC_T: tl.constexpr,
     NHV: tl.constexpr, NHK: tl.constexpr, DK: tl.constexpr, PREP: tl.constexpr,
 ):
@@ -374,10 +332,10 @@ def _gdn_prep_kernel(
 
     Chunk j of sequence n lives in slot bos_n // C + n + j; the slots of distinct chunks are
     distinct and all below T // C + N + 1 (floor(b/C) + ceil(L/C) <= floor((b+L)/C) + 1).
-    PREP: 0 Tm and P in one CTA, P from the k and gates that Tm used; 1 the same, P reloading
-    them; 2 Tm only; 3 P only (2 then 3: two prep launches). Offline ptxas (sm_90, C=64, 4 warps,
-    cuobjdump -res-usage): 0: 255 registers + 184 B of spills per thread; 1: 255, no spills;
-    2: 168; 3: 126 (more CTAs per SM). Not yet timed on a GPU: the table uses 0 (measured).
+    PREP: 0 Tm, then P (k and the gates reloaded for P, so P's live range does not overlap Tm's);
+    1 Tm only; 2 P only (1 then 2: two prep launches, for long inputs). Offline ptxas (sm_90, C=64,
+    4 warps): 0 takes 255 registers and no spills (computing P from Tm's k and gates spilled 184 B);
+    1 takes 168 and 2 126, so more CTAs fit per SM.
     """
     slot = tl.program_id(0)
     h = tl.program_id(1)
@@ -397,69 +355,18 @@ def _gdn_prep_kernel(
         tok = c0 + r
         valid = tok < eos
         qk_off = tok[:, None] * (NHK * DK) + hq * DK + kx[None, :]
-        if PREP == 0:   # the measured path (kept as compiled for the table until the others are timed)
+        w_off = (slot * NHV + h) * (C * C) + r[:, None] * C + r[None, :]
+        if PREP != 2:
             k = tl.load(k_ptr + qk_off, mask=valid[:, None], other=0.0)
             lg, beta = _chunk_gates(a_ptr, b_ptr, tok, valid, h, alog, dtb, NHV)
-            G = _cumsum(lg, C, SCAN)
-            Tm = _chunk_tm(k, G, beta, C, SB, LOG2NB, PREC_QK, PREC_T, FS)
-            w_off = (slot * NHV + h) * (C * C) + r[:, None] * C + r[None, :]
+            Tm = _chunk_tm(k, _cumsum(lg, C, SCAN), beta, C, SB, LOG2NB, PREC_QK, PREC_T)
             tl.store(ws_ptr + w_off, Tm)
-            if WS_P:
-                q = tl.load(q_ptr + qk_off, mask=valid[:, None], other=0.0)
-                P = _chunk_p(q, k, G, C, PREC_QK)
-                tl.store(wp_ptr + w_off, P.to(wp_ptr.dtype.element_ty))
-        else:
-            w_off = (slot * NHV + h) * (C * C) + r[:, None] * C + r[None, :]
-            if PREP != 3:
-                k = tl.load(k_ptr + qk_off, mask=valid[:, None], other=0.0)
-                lg, beta = _chunk_gates(a_ptr, b_ptr, tok, valid, h, alog, dtb, NHV)
-                Tm = _chunk_tm(k, _cumsum(lg, C, SCAN), beta, C, SB, LOG2NB, PREC_QK, PREC_T, FS)
-                tl.store(ws_ptr + w_off, Tm)
-            if WS_P and PREP != 2:   # k and the gates reloaded: P's live range does not overlap Tm's
-                k = tl.load(k_ptr + qk_off, mask=valid[:, None], other=0.0)
-                lg, beta = _chunk_gates(a_ptr, b_ptr, tok, valid, h, alog, dtb, NHV)
-                q = tl.load(q_ptr + qk_off, mask=valid[:, None], other=0.0)
-                P = _chunk_p(q, k, _cumsum(lg, C, SCAN), C, PREC_QK)
-                tl.store(wp_ptr + w_off, P.to(wp_ptr.dtype.element_ty))
-
-
-@triton.jit
-def _gdn_out_kernel(
-    q_ptr, a_ptr, b_ptr, alog_ptr, dtb_ptr, cu_ptr, wp_ptr, xs_ptr, hc_ptr, o_ptr, N, scale,
-    C: tl.constexpr, BV: tl.constexpr, SCAN: tl.constexpr, NP2: tl.constexpr,
-    PREC_S: tl.constexpr, PREC_O: tl.constexpr,
-    NHV: tl.constexpr, NHK: tl.constexpr, DK: tl.constexpr,
-):
-    """ALGO_CHUNK_WS_STATE, third launch: O = scale (gamma Q H_c + P X) for every (chunk, head,
-    value slice) at once, from the state at each chunk start (hc) and the new values (xs) that the
-    chain stored, and P from the first launch."""
-    slot = tl.program_id(0)
-    h = tl.program_id(1)
-    v0 = tl.program_id(2) * BV
-    hq = h // (NHV // NHK)
-    m = tl.arange(0, NP2)
-    cu_m = tl.load(cu_ptr + m, mask=m < N, other=0).to(tl.int32)
-    n = tl.sum((((cu_m // C + m) <= slot) & (m < N)).to(tl.int32), axis=0) - 1
-    bos = tl.load(cu_ptr + n).to(tl.int32)
-    eos = tl.load(cu_ptr + n + 1).to(tl.int32)
-    c0 = bos + (slot - (bos // C + n)) * C
-    if c0 < eos:
-        r = tl.arange(0, C)
-        kx = tl.arange(0, DK)
-        vx = tl.arange(0, BV)
-        tok = c0 + r
-        valid = tok < eos
-        lg, beta = _chunk_gates(a_ptr, b_ptr, tok, valid, h, tl.load(alog_ptr + h).to(tl.float32),
-                                tl.load(dtb_ptr + h).to(tl.float32), NHV)
-        G = _cumsum(lg, C, SCAN)
-        sh = slot * NHV + h
-        q = tl.load(q_ptr + tok[:, None] * (NHK * DK) + hq * DK + kx[None, :], mask=valid[:, None], other=0.0)
-        Hc = tl.load(hc_ptr + sh * (DK * DK) + kx[:, None] * DK + v0 + vx[None, :])
-        P = tl.load(wp_ptr + sh * (C * C) + r[:, None] * C + r[None, :]).to(tl.float32)
-        X = tl.load(xs_ptr + sh * (C * DK) + r[:, None] * DK + v0 + vx[None, :]).to(tl.float32)
-        O = scale * (tl.exp(G)[:, None] * _mm(q, Hc, PREC_S) + _mm(P, X, PREC_O))
-        tl.store(o_ptr + tok[:, None] * (NHV * DK) + h * DK + v0 + vx[None, :], O.to(o_ptr.dtype.element_ty),
-                 mask=valid[:, None])
+        if WS_P and PREP != 1:
+            k = tl.load(k_ptr + qk_off, mask=valid[:, None], other=0.0)
+            lg, beta = _chunk_gates(a_ptr, b_ptr, tok, valid, h, alog, dtb, NHV)
+            q = tl.load(q_ptr + qk_off, mask=valid[:, None], other=0.0)
+            P = _chunk_p(q, k, _cumsum(lg, C, SCAN), C, PREC_QK)
+            tl.store(wp_ptr + w_off, P.to(wp_ptr.dtype.element_ty))
 
 
 # --------------------------------------------------------------------------------------------
@@ -473,8 +380,8 @@ def _gdn_out_kernel(
 #   T <  256: one launch, C=32, BV=32     (fastest below ~256 tokens: ~11 us for one chunk,
 #             +~6.5 us per further 32-token chunk of the longest sequence)
 #   T >= 256: two launches (ws): Tm and P of every (chunk, head) in parallel first, then the
-#             serial per-sequence chain; BV=16 (N <= 15: few sequences, so more V slices) or
-#             BV=32 (N >= 16)
+#             serial per-sequence chain; BV=16 with 3 stages (N <= 15: few sequences, so more
+#             V slices) or BV=32 (N >= 16); from T = 4096 the first launch is split in two
 #   one-launch C=32/BV=32 on everything: 133.9 us mean (earlier sweep).
 # Per-launch GPU times on the H200 (torch.profiler, cold L2, median of 5; results/h200/logs/
 # prefill_diag.json), prep + chain in us, 4 warps, 2 stages:
@@ -482,9 +389,22 @@ def _gdn_out_kernel(
 #   T=8192 N=34: BV16 71+187, BV32 72+150, BV64 72+195
 #   T=8192 N=57: BV16 73+206, BV32 73+153, BV64 73+193
 #   T=2107 N=1:  BV16 17+112, BV32 18+146, BV64 18+290
-#   8 warps were slower everywhere (+30..+190 us on the chain); 3 stages helped BV16 by ~8 us
-#   and hurt BV32/64. The prep launch (~70 us at T=8192, ~17 us for 34 chunks) is ~1/4 of the
-#   call: its per-CTA Tm solve (16x16 blocks by forward substitution) is latency-bound.
+#   8 warps were slower everywhere (+30..+190 us on the chain). The prep launch (~70 us at
+#   T=8192, ~17 us for 34 chunks) is ~1/4 of the call: its per-CTA Tm solve (16x16 blocks by
+#   forward substitution) is latency-bound.
+# Round 2 (results/h200/logs/prefill_diag2.json, same method; shapes 8192/34, 5709/2, 2107/1, 959/4):
+#   prep, Tm then P reloading k and the gates (PREP 0 now) vs P from Tm's k and gates (spilling):
+#     63/42/16/15 us vs 68/45/17/15: adopted everywhere
+#   prep split in two launches (Tm, then P; fewer registers, more CTAs per SM): 53/38/20/16 us,
+#     call span 187 vs 211 us at 8192/34, even at 5709/2, worse below (a third launch's host
+#     gap): adopted for T >= 4096
+#   chain BV=16 with 3 stages: 179 vs 199 us (5709/2), 107 vs 112 (2107/1), even at 959/4: adopted
+#   tried and dropped: 8 prep warps (up to +60 us), SB = 4 or 8 (slower), Tm in tf32x3 (state
+#   error 6e-4 -> < 5e-5, but prep x3), the dense-mask substitution (prep x2), C=32 two-launch
+#   (more serial steps: chain +22..+40 us), and a third launch computing every chunk's outputs
+#   in parallel from the chunk-start states and new values the chain stores (chain + output
+#   launch +90 us at 8192/34; likely because storing a 128xBV state per chunk costs more than
+#   the outputs it moves off the chain).
 # Harness runs (results/h200), mean of the 16 T=8192 workloads: 278 us with the earlier table
 # (BV16 for N < 40, BV64 above), 227 us with this one (198-268 us); mean of all 100: 95.4 -> 84.8 us.
 # Offline ptxas (sm_90, 4 warps; cuobjdump -res-usage): the chain kernel takes 236-255 registers
@@ -494,14 +414,16 @@ def _gdn_out_kernel(
 # B200 (148 SMs, sm_100a): UNMEASURED. The thresholds (256 tokens, N = 16) and the V splits
 # come from H200 timings only; every entry is correct on any GPU (same code, mma.sync path).
 _ONE_LAUNCH_CFG = dict(C=32, BV=32, SB=16, num_warps=4, num_stages=2)
-_TWO_LAUNCH_CFG = dict(C=64, BV=16, SB=16, num_warps=4, num_stages=2, ws=True, ws_p=True)
+_TWO_LAUNCH_CFG = dict(C=64, BV=16, SB=16, num_warps=4, num_stages=3, ws=True, ws_p=True)
 _TWO_LAUNCH_WIDE_CFG = dict(C=64, BV=32, SB=16, num_warps=4, num_stages=2, ws=True, ws_p=True)
 _LAUNCH_TABLE = [
     (255, None, _ONE_LAUNCH_CFG),
-    (None, 15, _TWO_LAUNCH_CFG),
-    (None, None, _TWO_LAUNCH_WIDE_CFG),
+    (4095, 15, _TWO_LAUNCH_CFG),
+    (4095, None, _TWO_LAUNCH_WIDE_CFG),
+    (None, 15, dict(_TWO_LAUNCH_CFG, split_prep=True)),
+    (None, None, dict(_TWO_LAUNCH_WIDE_CFG, split_prep=True)),
 ]
-_DEFAULT_CFG = _TWO_LAUNCH_WIDE_CFG
+_DEFAULT_CFG = _LAUNCH_TABLE[-1][2]
 # the ablation's own best launch config (same kernel, grid formula and dispatch; H200 sweep of
 # BV in {16, 32} x warps in {1, 2, 4}: BV=16 with one warp per CTA was fastest)
 _RECURRENT_CFG = dict(C=64, BV=16, num_warps=1, num_stages=1)
@@ -551,7 +473,6 @@ def _launch(algo, q, k, v, state, A_log, a, dt_bias, b, cu_seqlens, scale, outpu
     BV = cfg["BV"]
     SB = min(cfg.get("SB", 16), C)
     log2nb = (C // SB).bit_length() - 1
-    fs = cfg.get("fs", 0)
     scan = cfg.get("scan", 0)
     on_gpu = q.is_cuda
     if on_gpu:
@@ -564,17 +485,13 @@ def _launch(algo, q, k, v, state, A_log, a, dt_bias, b, cu_seqlens, scale, outpu
     s_arg = state if has_state else new_state
     use_ws = algo == ALGO_CHUNK and cfg.get("ws", False)
     ws_p = use_ws and cfg.get("ws_p", False)
-    state_only = ws_p and cfg.get("out_split", False)   # variant: outputs in a third launch
     ws = new_state  # dummy pointers when unused
-    wp = xs = hc = output
+    wp = output
     if use_ws:
         nslot = T // C + N + 1
         ws = _workspace("tm", nslot * HV * C * C, torch.float32, q.device)
         if ws_p:
             wp = _workspace("p", nslot * HV * C * C, torch.bfloat16, q.device)
-        if state_only:
-            xs = _workspace("x", nslot * HV * C * D, torch.bfloat16, q.device)
-            hc = _workspace("hc", nslot * HV * D * D, torch.float32, q.device)
     saved = {}
     if on_gpu:
         for key, val in _MMA_ENV.items():
@@ -583,28 +500,21 @@ def _launch(algo, q, k, v, state, A_log, a, dt_bias, b, cu_seqlens, scale, outpu
     try:
         if use_ws:
             np2 = max(2, triton.next_power_of_2(N))
-            prep = cfg.get("prep", 0)   # "split": Tm and P in two launches (PREP 2, then 3)
-            for mode in (((2, 3) if ws_p else (2,)) if prep == "split" else (prep,)):
+            for mode in ((1, 2) if ws_p else (1,)) if cfg.get("split_prep") else (0,):
                 _gdn_prep_kernel[(nslot, HV)](
                     q, k, A_log, a, dt_bias, b, cu_seqlens, ws, wp, N, WS_P=ws_p,
-                    C=C, SB=SB, LOG2NB=log2nb, FS=fs, SCAN=scan, NP2=np2,
+                    C=C, SB=SB, LOG2NB=log2nb, SCAN=scan, NP2=np2,
                     PREC_QK=p["PREC_QK"], PREC_T=p["PREC_T"],
                     NHV=HV, NHK=HK, DK=D, PREP=mode,
                     num_warps=cfg.get("prep_warps", 4), num_stages=1)
-            algo = ALGO_CHUNK_WS_STATE if state_only else ALGO_CHUNK_WS
+            algo = ALGO_CHUNK_WS
         grid = (D // BV, N * HV)
         handle = _gdn_prefill_kernel[grid](
-            q, k, v, s_arg, A_log, a, dt_bias, b, cu_seqlens, output, new_state, ws, wp, xs, hc, scale,
-            ALGO=algo, WS_P=ws_p, C=C, BV=BV, SB=SB, LOG2NB=log2nb, FS=fs, SCAN=scan,
+            q, k, v, s_arg, A_log, a, dt_bias, b, cu_seqlens, output, new_state, ws, wp, scale,
+            ALGO=algo, WS_P=ws_p, C=C, BV=BV, SB=SB, LOG2NB=log2nb, SCAN=scan,
             HAS_STATE=has_state,
             NHV=HV, NHK=HK, DK=D, INTERP=not on_gpu,
             num_warps=cfg.get("num_warps", 4), num_stages=cfg.get("num_stages", 2), **p)
-        if use_ws and state_only:
-            bvo = cfg.get("out_bv", 32)
-            _gdn_out_kernel[(nslot, HV, D // bvo)](
-                q, a, b, A_log, dt_bias, cu_seqlens, wp, xs, hc, output, N, scale,
-                C=C, BV=bvo, SCAN=scan, NP2=np2, PREC_S=p["PREC_S"], PREC_O=p["PREC_O"],
-                NHV=HV, NHK=HK, DK=D, num_warps=cfg.get("out_warps", 4), num_stages=1)
     finally:
         for key, val in saved.items():
             if val is None:
