@@ -134,24 +134,11 @@ def test_two_launch_wide_variant():
     run_and_check(fn, [0, 1, 33, 70, 100], seed=3, out_atol=2e-3)
 
 
-@pytest.mark.parametrize("cfg", ["_TWO_LAUNCH_CFG", "_TWO_LAUNCH_WIDE_CFG"])
-def test_split_prep(cfg):
-    # the table's long-input entries: Tm and P in two prep launches; whatever a launch does not write is NaN,
-    # so a chain reading a slot the prep launches missed fails
-    def fn(*args):
-        for buf in pk._WORKSPACES.values():
-            buf.fill_(float("nan"))
-        pk._launch(pk.ALGO_CHUNK, *args, cfg=dict(getattr(pk, cfg), split_prep=True))
-    run_and_check(fn, [0, 1, 33, 70, 100], seed=3, out_atol=2e-3)
-
-
 def test_launch_table():
     assert not pk._pick(6, 1).get("ws") and pk._pick(255, 3)["C"] == 32
-    assert pk._pick(256, 1) is pk._TWO_LAUNCH_CFG and pk._pick(4095, 15) is pk._TWO_LAUNCH_CFG
-    assert pk._pick(300, 16) is pk._TWO_LAUNCH_WIDE_CFG and pk._TWO_LAUNCH_WIDE_CFG["BV"] == 32
-    for T, N, bv in [(4096, 1, 16), (4124, 15, 16), (8192, 16, 32), (8192, 57, 32)]:
-        cfg = pk._pick(T, N)
-        assert cfg["split_prep"] and cfg["BV"] == bv and cfg["ws"] and cfg["ws_p"]
+    assert pk._pick(256, 1) is pk._TWO_LAUNCH_CFG and pk._pick(8192, 15) is pk._TWO_LAUNCH_CFG
+    assert pk._pick(300, 16) is pk._TWO_LAUNCH_WIDE_CFG and pk._pick(8192, 57) is pk._TWO_LAUNCH_WIDE_CFG
+    assert pk._TWO_LAUNCH_CFG["BV"] == 16 and pk._TWO_LAUNCH_WIDE_CFG["BV"] == 32
     for T, N in [(6, 1), (300, 3), (8192, 57)]:
         cfg = pk._pick(T, N)
         assert pk.D % cfg["BV"] == 0 and cfg["C"] % cfg["SB"] == 0
@@ -176,10 +163,10 @@ def test_entry_point_signature():
 LONG_CASES = {   # name: (cu_seqlens, the launch-table row it must take)
     "one-launch-T200": ([0, 200], 0),
     "two-launch-T2107-N1": ([0, 2107], 1),
+    "two-launch-T8192-N1": ([0, 8192], 1),
+    "two-launch-T8192-N3": ([0, 5000, 5001, 8192], 1),
     "wide-T3000-N20": ([i * 150 for i in range(21)], 2),
-    "split-T8192-N1": ([0, 8192], 3),
-    "split-T8192-N3": ([0, 5000, 5001, 8192], 3),
-    "wide-split-T8192-N57": ([round(i * 8192 / 57) for i in range(58)], 4),
+    "wide-T8192-N57": ([round(i * 8192 / 57) for i in range(58)], 2),
 }
 
 

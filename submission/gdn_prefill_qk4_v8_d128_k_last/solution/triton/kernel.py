@@ -326,16 +326,15 @@ def _gdn_prep_kernel(
     WS_P: tl.constexpr, C: tl.constexpr, SB: tl.constexpr, LOG2NB: tl.constexpr,
     SCAN: tl.constexpr, NP2: tl.constexpr,
     PREC_QK: tl.constexpr, PREC_T: tl.constexpr,
-    NHV: tl.constexpr, NHK: tl.constexpr, DK: tl.constexpr, PREP: tl.constexpr,
+    NHV: tl.constexpr, NHK: tl.constexpr, DK: tl.constexpr,
 ):
     """Two-launch variant, first launch: Tm (and P) of every (chunk, head) into the workspace.
 
     Chunk j of sequence n lives in slot bos_n // C + n + j; the slots of distinct chunks are
     distinct and all below T // C + N + 1 (floor(b/C) + ceil(L/C) <= floor((b+L)/C) + 1).
-    PREP: 0 Tm, then P (k and the gates reloaded for P, so P's live range does not overlap Tm's);
-    1 Tm only; 2 P only (1 then 2: two prep launches, for long inputs). Offline ptxas (sm_90, C=64,
-    4 warps): 0 takes 255 registers and no spills (computing P from Tm's k and gates spilled 184 B);
-    1 takes 168 and 2 126, so more CTAs fit per SM.
+    P reloads k and the gates rather than reusing Tm's, so its live range does not overlap Tm's:
+    offline ptxas (sm_90, C=64, 4 warps) gives 255 registers and no spills, against 184 B of spills
+    when P reused them.
     """
     slot = tl.program_id(0)
     h = tl.program_id(1)
@@ -356,12 +355,11 @@ def _gdn_prep_kernel(
         valid = tok < eos
         qk_off = tok[:, None] * (NHK * DK) + hq * DK + kx[None, :]
         w_off = (slot * NHV + h) * (C * C) + r[:, None] * C + r[None, :]
-        if PREP != 2:
-            k = tl.load(k_ptr + qk_off, mask=valid[:, None], other=0.0)
-            lg, beta = _chunk_gates(a_ptr, b_ptr, tok, valid, h, alog, dtb, NHV)
-            Tm = _chunk_tm(k, _cumsum(lg, C, SCAN), beta, C, SB, LOG2NB, PREC_QK, PREC_T)
-            tl.store(ws_ptr + w_off, Tm)
-        if WS_P and PREP != 1:
+        k = tl.load(k_ptr + qk_off, mask=valid[:, None], other=0.0)
+        lg, beta = _chunk_gates(a_ptr, b_ptr, tok, valid, h, alog, dtb, NHV)
+        Tm = _chunk_tm(k, _cumsum(lg, C, SCAN), beta, C, SB, LOG2NB, PREC_QK, PREC_T)
+        tl.store(ws_ptr + w_off, Tm)
+        if WS_P:
             k = tl.load(k_ptr + qk_off, mask=valid[:, None], other=0.0)
             lg, beta = _chunk_gates(a_ptr, b_ptr, tok, valid, h, alog, dtb, NHV)
             q = tl.load(q_ptr + qk_off, mask=valid[:, None], other=0.0)
@@ -381,7 +379,7 @@ def _gdn_prep_kernel(
 #             +~6.5 us per further 32-token chunk of the longest sequence)
 #   T >= 256: two launches (ws): Tm and P of every (chunk, head) in parallel first, then the
 #             serial per-sequence chain; BV=16 with 3 stages (N <= 15: few sequences, so more
-#             V slices) or BV=32 (N >= 16); from T = 4096 the first launch is split in two
+#             V slices) or BV=32 (N >= 16)
 #   one-launch C=32/BV=32 on everything: 133.9 us mean (earlier sweep).
 # Per-launch GPU times on the H200 (torch.profiler, cold L2, median of 5; results/h200/logs/
 # prefill_diag.json), prep + chain in us, 4 warps, 2 stages:
@@ -393,20 +391,27 @@ def _gdn_prep_kernel(
 #   T=8192, ~17 us for 34 chunks) is ~1/4 of the call: its per-CTA Tm solve (16x16 blocks by
 #   forward substitution) is latency-bound.
 # Round 2 (results/h200/logs/prefill_diag2.json, same method; shapes 8192/34, 5709/2, 2107/1, 959/4):
-#   prep, Tm then P reloading k and the gates (PREP 0 now) vs P from Tm's k and gates (spilling):
-#     63/42/16/15 us vs 68/45/17/15: adopted everywhere
-#   prep split in two launches (Tm, then P; fewer registers, more CTAs per SM): 53/38/20/16 us,
-#     call span 187 vs 211 us at 8192/34, even at 5709/2, worse below (a third launch's host
-#     gap): adopted for T >= 4096
+#   prep, Tm then P reloading k and the gates vs P from Tm's k and gates (spilling): 63/42/16/15 us
+#     vs 68/45/17/15: adopted
 #   chain BV=16 with 3 stages: 179 vs 199 us (5709/2), 107 vs 112 (2107/1), even at 959/4: adopted
+#   prep split in two launches (Tm, then P; fewer registers): 53/38/20/16 us, call span 187 vs 211
+#     us at 8192/34. DROPPED after the harness run below: that sweep zeroes the L2 flush buffer and
+#     launches the call without a sync, so the host time between launches stays hidden; the
+#     official timer syncs first, and a third launch's host gap then shows.
 #   tried and dropped: 8 prep warps (up to +60 us), SB = 4 or 8 (slower), Tm in tf32x3 (state
 #   error 6e-4 -> < 5e-5, but prep x3), the dense-mask substitution (prep x2), C=32 two-launch
 #   (more serial steps: chain +22..+40 us), and a third launch computing every chunk's outputs
 #   in parallel from the chunk-start states and new values the chain stores (chain + output
 #   launch +90 us at 8192/34; likely because storing a 128xBV state per chunk costs more than
 #   the outputs it moves off the chain).
-# Harness runs (results/h200), mean of the 16 T=8192 workloads: 278 us with the earlier table
-# (BV16 for N < 40, BV64 above), 227 us with this one (198-268 us); mean of all 100: 95.4 -> 84.8 us.
+# Harness runs (official CUPTI timer, each on one lent H200, not always the same machine;
+# results/h200 and results/h200/experiments/27bfb05):
+#   earlier table (BV16 for N < 40, BV64 above): T=8192 mean 278 us, all 100: 95.4 us
+#   fb02185 (BV32 for N >= 16): T=8192 227 us (198-268), all 100: 84.8 us (results/h200 traces)
+#   27bfb05 (the round-2 choices above, split prep from T = 4096): all 100: 88.6 us; N <= 15 below
+#     T = 4096 gained (T < 2048 bucket 114.5 -> 103.3 us; 2107/1 194 -> 172) but the split rows
+#     lost: T=8192 227 -> 266 us, 4124/15 182 -> 218 us. So the table below keeps one prep launch;
+#     its T >= 4096 rows (fb02185's launches with the reloading prep) have not yet run in the harness.
 # Offline ptxas (sm_90, 4 warps; cuobjdump -res-usage): the chain kernel takes 236-255 registers
 # per thread, so at most 2 CTAs (8 warps) per SM: a latency-bound chain with little to hide it.
 # The one-launch config spills 160 B, the BV=64 one 480 B; capping registers (maxnreg 168 / 128)
@@ -418,12 +423,10 @@ _TWO_LAUNCH_CFG = dict(C=64, BV=16, SB=16, num_warps=4, num_stages=3, ws=True, w
 _TWO_LAUNCH_WIDE_CFG = dict(C=64, BV=32, SB=16, num_warps=4, num_stages=2, ws=True, ws_p=True)
 _LAUNCH_TABLE = [
     (255, None, _ONE_LAUNCH_CFG),
-    (4095, 15, _TWO_LAUNCH_CFG),
-    (4095, None, _TWO_LAUNCH_WIDE_CFG),
-    (None, 15, dict(_TWO_LAUNCH_CFG, split_prep=True)),
-    (None, None, dict(_TWO_LAUNCH_WIDE_CFG, split_prep=True)),
+    (None, 15, _TWO_LAUNCH_CFG),
+    (None, None, _TWO_LAUNCH_WIDE_CFG),
 ]
-_DEFAULT_CFG = _LAUNCH_TABLE[-1][2]
+_DEFAULT_CFG = _TWO_LAUNCH_WIDE_CFG
 # the ablation's own best launch config (same kernel, grid formula and dispatch; H200 sweep of
 # BV in {16, 32} x warps in {1, 2, 4}: BV=16 with one warp per CTA was fastest)
 _RECURRENT_CFG = dict(C=64, BV=16, num_warps=1, num_stages=1)
@@ -500,13 +503,12 @@ def _launch(algo, q, k, v, state, A_log, a, dt_bias, b, cu_seqlens, scale, outpu
     try:
         if use_ws:
             np2 = max(2, triton.next_power_of_2(N))
-            for mode in ((1, 2) if ws_p else (1,)) if cfg.get("split_prep") else (0,):
-                _gdn_prep_kernel[(nslot, HV)](
-                    q, k, A_log, a, dt_bias, b, cu_seqlens, ws, wp, N, WS_P=ws_p,
-                    C=C, SB=SB, LOG2NB=log2nb, SCAN=scan, NP2=np2,
-                    PREC_QK=p["PREC_QK"], PREC_T=p["PREC_T"],
-                    NHV=HV, NHK=HK, DK=D, PREP=mode,
-                    num_warps=cfg.get("prep_warps", 4), num_stages=1)
+            _gdn_prep_kernel[(nslot, HV)](
+                q, k, A_log, a, dt_bias, b, cu_seqlens, ws, wp, N, WS_P=ws_p,
+                C=C, SB=SB, LOG2NB=log2nb, SCAN=scan, NP2=np2,
+                PREC_QK=p["PREC_QK"], PREC_T=p["PREC_T"],
+                NHV=HV, NHK=HK, DK=D,
+                num_warps=cfg.get("prep_warps", 4), num_stages=1)
             algo = ALGO_CHUNK_WS
         grid = (D // BV, N * HV)
         handle = _gdn_prefill_kernel[grid](
