@@ -187,3 +187,30 @@ def test_a_resumed_run_times_references_a_budget_left_out_and_the_report_fills_t
     assert (per.reference_timing.str.endswith("(later pass)")).all()
     ratio = per.reference_us / per.latency_us
     assert ((per.speedup_vs_reference - ratio).abs() < 1e-9 * ratio).all()
+
+
+def test_report_takes_a_reference_latency_from_another_solutions_pass_for_the_same_inputs(tmp_path):
+    """A pass that did not time the reference (--no-profile-baseline, as the FLA peers ran) gets the figure
+    another solution's pass timed for the same workload, GPU, timer and input bytes, labelled so; inputs
+    made with another seed differ, so their traces stay without one."""
+    import pandas as pd
+
+    ds, definition, workloads = _setup(tmp_path)
+    first = evaluate(ds, definition, workloads, [Solution.from_json(toy_solution("a", BODY), "a")], _opts(tmp_path))
+    timed = _ref_ms(first)
+    for name, seed in (("b", 0), ("c", 7)):
+        evaluate(ds, definition, workloads, [Solution.from_json(toy_solution(name, BODY), name)],
+                 _opts(tmp_path, resume=True, profile_baseline=False, seed=seed))
+    out, summary, _, _ = write_report(tmp_path / "out", [definition])
+    per = pd.read_csv(out / "toy_axpy.csv").set_index(["solution", "uuid"])
+    for w in workloads:
+        b = per.loc[("b", w.uuid)]
+        assert abs(b.reference_us - timed[w.uuid] * 1e3) < 1e-6 * b.reference_us
+        assert b.reference_timing.endswith("(from a's pass)")
+    digest = {(s, u): json.loads(libs)["input_digest"] for (s, u), libs in per.libs.items()}
+    same = {w.uuid for w in workloads if digest[("c", w.uuid)] == digest[("a", w.uuid)]}  # blob inputs only
+    assert 0 < len(same) < len(workloads)
+    for w in workloads:
+        assert math.isnan(per.loc[("c", w.uuid)].reference_us) == (w.uuid not in same)
+    rows = summary.set_index("solution")
+    assert rows.loc["b"].reference_profiled == len(workloads) and rows.loc["c"].reference_profiled == len(same)
