@@ -31,7 +31,7 @@ test-gpu:
 GPU_PY = if python3 -c "import torch" 2>/dev/null; then py=python3; else $(MAKE) venv && py=.venv/bin/python; fi
 eval:
 	@$(GPU_PY); \
-	$$py -m harness.make_eval $(if $(OUT),--out $(OUT))
+	$$py -m harness.make_eval $(if $(OUT),--out $(OUT)) $(if $(GPUS),--gpus $(GPUS))
 
 # The harness benchmark (target: under 10 minutes): a fresh full run of ours + the baseline with reference
 # outputs recomputed and reference latencies only looked up; recorded in results/<gpu>/bench/runs.jsonl.

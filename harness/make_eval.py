@@ -12,14 +12,15 @@ import time
 from pathlib import Path
 
 from harness.cli import positive_int
+from harness.shard import parse_shard
 from harness.runner import TimingConfig
 
 DEFINITIONS = ("gdn_decode_qk4_v8_d128_k_last", "gdn_prefill_qk4_v8_d128_k_last")
 GPU_PACKAGES = {"flashinfer": "flashinfer-python==0.7.2.post1", "cupti": "cupti-python>=13,<14"}
 OUR_AUTHOR = "gdn-harness"
 # The prefill reference is a Python loop over tokens, ~20 small launches each. Measured on the H200: one
-# call at T=8192 takes an estimated ~5 s, and 121 s under CUPTI (its per-launch tracing); timing all 100 prefill
-# workloads even once costs ~45 minutes. So make eval times the prefill reference with 1 trial of 1 iteration
+# call at T=8192 spans 72-121 s under CUPTI (its per-launch tracing), its untraced calls 2.6-5.2 s; timing all
+# 100 prefill workloads even once costs about 40 minutes of one GPU. So make eval times the prefill reference with 1 trial of 1 iteration
 # (after FlashInfer's own untimed call and 5-call estimate), caches each figure in the results folder, and
 # can cap the time spent (--reference-budget). Printed with every run; --reference-timing official
 # restores the official settings.
@@ -88,7 +89,14 @@ def main(argv=None):
                          "inputs and reference outputs recomputed, reference latencies only looked up in "
                          "results/<gpu>/reference_latency.json (none timed); prints the wall time and appends the pass "
                          "records to results/<gpu>/bench/runs.jsonl")
+    ap.add_argument("--gpus", type=positive_int, default=1, metavar="N",
+                    help="spread the workloads over the first N visible GPUs of this host, one child make_eval "
+                         "each (in a copy of the results folder, merged back afterwards)")
+    ap.add_argument("--shard", type=parse_shard, default=None, metavar="K/N",
+                    help="evaluate only share K of N of the selected workloads (what --gpus gives each child)")
     args = ap.parse_args(argv)
+    if args.bench and args.gpus > 1:
+        ap.error("--bench measures one process on one GPU; drop --gpus")
     if args.bench:  # what the benchmark measures is fixed; only --definitions/--workloads/--prepare-jobs apply
         args.no_extras = args.no_report = args.no_reference_output_cache = args.no_resume = True
         args.peers, args.reference_budget = False, 0.0
@@ -100,6 +108,9 @@ def main(argv=None):
               "  python -m harness eval --definition gdn_decode_qk4_v8_d128_k_last --solution ours --device cpu "
               "--workloads 0-2")
         return 2
+    if args.gpus > 1 and args.gpus > torch.cuda.device_count():
+        print(f"error: --gpus {args.gpus}, but {torch.cuda.device_count()} GPU(s) are visible here")
+        return 2
     missing = ensure_packages()
     from harness.cli import select_workloads
     from harness.dataset import Dataset, append_jsonl
@@ -107,7 +118,6 @@ def main(argv=None):
     from harness.environment import harness_commit
     from harness.evaluate import DEVIATIONS, PAYLOAD_CACHE_NOTE, EvalOptions, default_prepare_jobs, evaluate
     from harness.jsonio import DataError
-    from harness.report import write_report
     from harness.solution_loader import resolve
     from harness.timing_cuda import resolve_timer
 
@@ -116,7 +126,7 @@ def main(argv=None):
     except Exception as exc:
         print(f"error: {exc}")
         return 2
-    if not args.no_extras:
+    if not args.no_extras and args.shard is None:   # a --gpus child: its parent regenerated it
         from harness.package import write_ablation
         print(f"ablation solution regenerated from submission/: {write_ablation()}")
     dataset = Dataset()
@@ -149,9 +159,20 @@ def main(argv=None):
               "a fresh process per pair; --isolation process for the official mode")
     print(f"  reference latencies are cached in {out / 'reference_latency.json'}"
           + (f"; uncached ones are timed for at most {args.reference_budget:g} s" if args.reference_budget is not None
-             else "; timing the uncached ones has no cap (the prefill reference under CUPTI took ~45 min for all "
-                  "100 workloads on an H200): --reference-budget SECONDS caps it"))
+             else "; timing the uncached ones has no cap (the prefill reference under CUPTI took ~40 min for all "
+                  "100 workloads on an H200): --reference-budget SECONDS caps it, --gpus N spreads it"))
     t0 = time.time()
+    if args.gpus > 1:
+        from harness.shard import run_sharded
+        print(f"  deliberate difference: the workloads are spread over {args.gpus} GPUs of this host, evaluated side "
+              "by side by one child each (the official harness uses one GPU)")
+        rc = run_sharded(sys.argv[1:] if argv is None else list(argv), out, args.gpus, CACHE_ROOT / "shards" / slug,
+                         args.prepare_jobs or max(1, default_prepare_jobs() // args.gpus))
+        print(f"evaluation took {time.time() - t0:.0f} s on {args.gpus} GPUs")
+        if not args.no_report:
+            definitions = [dataset.definition(name) for name in args.definitions.split(",")]
+            _report(out, definitions, [(d, resolve("ours", d, dataset)[0].name) for d in definitions], dataset)
+        return rc
     definitions, bases = [], []
     for name in args.definitions.split(","):
         definition = dataset.definition(name)
@@ -172,6 +193,9 @@ def main(argv=None):
             sols += [s for s in dataset.solutions(name)
                      if s.author not in (OUR_AUTHOR, "baseline") and s.name not in {x.name for x in sols}]
         workloads = select_workloads(dataset.workloads(definition), args.workloads)
+        if args.shard:
+            from harness.shard import shard_workloads
+            workloads = shard_workloads(workloads, *args.shard)
         opts = EvalOptions(device="cuda", out_dir=out, resume=not args.no_resume, timer=args.timer,
                            reference_timing=(QUICK_REFERENCE if args.reference_timing == "quick"
                                              and name in SLOW_REFERENCES else None),
@@ -206,18 +230,24 @@ def main(argv=None):
         print(f"benchmark: {took:.0f} s for {', '.join(d.name for d in definitions)} "
               f"({'within' if took < BENCH_TARGET_S else 'OVER'} the {BENCH_TARGET_S} s target); recorded in {record}")
     if not args.no_report:
-        from harness.compare import write_comparison
-        report_dir, summary, track, _ = write_report(out, definitions, dataset=dataset)
-        for definition, base in bases:  # the same run, side by side, ratios to our submission
-            cmp_dir, _, buckets = write_comparison(out, definition, base)
-            print(buckets.to_string(index=False))
-            print(f"comparison: {cmp_dir}/{definition.name}.md")
-        print(summary[["definition", "solution", "passed", "workloads", "mean_speedup_vs_reference",
-                       "mean_speedup_vs_baseline", "win_rate_vs_baseline", "mean_latency_us",
-                       "mean_event_us"]].to_string(index=False))
-        print(track.to_string(index=False))
-        print(f"report: {report_dir}/report.md")
+        _report(out, definitions, bases, dataset)
     return 0
+
+
+def _report(out, definitions, bases, dataset):
+    from harness.compare import write_comparison
+    from harness.report import write_report
+
+    report_dir, summary, track, _ = write_report(out, definitions, dataset=dataset)
+    for definition, base in bases:  # the same run, side by side, ratios to our submission
+        cmp_dir, _, buckets = write_comparison(out, definition, base)
+        print(buckets.to_string(index=False))
+        print(f"comparison: {cmp_dir}/{definition.name}.md")
+    print(summary[["definition", "solution", "passed", "workloads", "mean_speedup_vs_reference",
+                   "mean_speedup_vs_baseline", "win_rate_vs_baseline", "mean_latency_us",
+                   "mean_event_us"]].to_string(index=False))
+    print(track.to_string(index=False))
+    print(f"report: {report_dir}/report.md")
 
 
 if __name__ == "__main__":

@@ -136,3 +136,39 @@ def test_prepare_jobs_must_be_a_positive_number(value, capsys):
     with pytest.raises(SystemExit) as exc:
         make_eval.main(["--prepare-jobs", value])
     assert exc.value.code == 2 and "--prepare-jobs: expected a whole number >= 1" in capsys.readouterr().err
+
+
+def test_gpus_hands_the_run_to_one_child_per_gpu(recorded, tmp_path, monkeypatch, capsys):
+    import harness.builders
+    import harness.shard
+
+    calls = []
+    monkeypatch.setattr(torch.cuda, "device_count", lambda: 2)
+    monkeypatch.setattr(harness.builders, "CACHE_ROOT", tmp_path / "cache")
+    monkeypatch.setattr(harness.shard, "run_sharded", lambda *a: calls.append(a) or 3)
+    argv = ["--out", str(tmp_path), "--no-report", "--gpus", "2"]
+    assert make_eval.main(argv) == 3                        # a child's failure is the run's status
+    ((child_args, out, n, work_root, jobs),) = calls
+    assert (child_args, out, n, work_root) == (argv, tmp_path, 2, tmp_path / "cache" / "shards" / "h200")
+    assert jobs == max(1, default_prepare_jobs() // 2) and not recorded   # the parent evaluates nothing itself
+    assert "spread over 2 GPUs" in capsys.readouterr().out
+
+
+def test_gpus_beyond_the_visible_ones_or_with_bench_are_refused(recorded, tmp_path, monkeypatch, capsys):
+    monkeypatch.setattr(torch.cuda, "device_count", lambda: 2)
+    assert make_eval.main(["--out", str(tmp_path), "--gpus", "3"]) == 2
+    assert "2 GPU(s) are visible" in capsys.readouterr().out and not recorded
+    with pytest.raises(SystemExit) as exc:
+        make_eval.main(["--bench", "--gpus", "2"])
+    assert exc.value.code == 2
+
+
+def test_a_shard_child_evaluates_its_share_only(recorded, tmp_path):
+    from harness.dataset import Dataset
+    from harness.shard import shard_workloads
+
+    ds = Dataset()
+    assert make_eval.main(["--out", str(tmp_path), "--no-report", "--shard", "1/2"]) == 0
+    for name, _, n, _ in recorded:
+        assert n == len(shard_workloads(ds.workloads(ds.definition(name)), 1, 2))
+    assert sum(n for *_, n, _ in recorded) < 154
