@@ -11,6 +11,7 @@ import os
 import shutil
 import subprocess
 import sys
+import tempfile
 import threading
 from pathlib import Path
 
@@ -73,22 +74,30 @@ def _lines(path):
     return text[: text.rfind("\n") + 1].splitlines(keepends=True)
 
 
+def _write_lines(path, lines):
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
+    with os.fdopen(fd, "w", encoding="utf-8") as f:
+        f.writelines(lines)
+    os.chmod(tmp, 0o644)
+    os.replace(tmp, path)
+
+
 def merge(out, shard_dirs):
     """Append what each shard folder added to its copy of `out`; returns {relative path: lines added}."""
     out = Path(out)
     base = {rel: _lines(out / rel) for rel in _records(out)}
-    added = {}
-    for shard in map(Path, shard_dirs):
+    merged, added = dict(base), {}
+    for shard in map(Path, shard_dirs):   # all checked before anything is written
         for rel in _records(shard):
             lines, old = _lines(shard / rel), base.get(rel, [])
             if lines[:len(old)] != old:
                 raise RuntimeError(f"{shard / rel} does not start with {out / rel}: it was not copied from it")
-            new = lines[len(old):]
-            if new:
-                (out / rel).parent.mkdir(parents=True, exist_ok=True)
-                with open(out / rel, "a", encoding="utf-8") as f:
-                    f.writelines(new)
-                added[str(rel)] = added.get(str(rel), 0) + len(new)
+            if lines[len(old):]:
+                merged[rel] = merged.get(rel, []) + lines[len(old):]
+                added[str(rel)] = added.get(str(rel), 0) + len(lines) - len(old)
+    for rel in added:   # rewritten whole: a partial last line that a killed run left in `out` goes, as in append_jsonl
+        _write_lines(out / rel, merged[Path(rel)])
     cache = {}
     for folder in [out, *map(Path, shard_dirs)]:
         if (folder / REFERENCE_CACHE).exists():

@@ -73,13 +73,29 @@ def test_merge_appends_what_each_copy_added_and_unions_the_reference_cache(tmp_p
     assert json.loads((out / "reference_latency.json").read_text()) == {"k1": 1.0, "k2": 2.0, "k3": 3.0}
 
 
+def test_merge_drops_a_partial_last_line_left_in_the_results_folder(tmp_path):
+    out = _folder(tmp_path / "out")
+    shard = tmp_path / "s0"
+    shutil.copytree(out, shard)
+    with open(out / "runs.jsonl", "a") as f:
+        f.write('{"run": "killed mid-li')
+    with open(shard / "runs.jsonl", "a") as f:
+        f.write('{"run": 1}\n')
+    assert merge(out, [shard]) == {"runs.jsonl": 1}
+    assert (out / "runs.jsonl").read_text() == '{"run": 0}\n{"run": 1}\n'
+
+
 def test_merge_refuses_a_folder_that_is_not_a_copy(tmp_path):
     out = _folder(tmp_path / "out")
     other = _folder(tmp_path / "other")
     (other / "runs.jsonl").write_text('{"run": "elsewhere"}\n{"run": 1}\n')
+    good = tmp_path / "good"
+    shutil.copytree(out, good)
+    with open(good / "runs.jsonl", "a") as f:
+        f.write('{"run": "good"}\n')
     with pytest.raises(RuntimeError, match="not copied"):
-        merge(out, [other])
-    assert (out / "runs.jsonl").read_text() == '{"run": 0}\n'
+        merge(out, [good, other])
+    assert (out / "runs.jsonl").read_text() == '{"run": 0}\n'   # nothing merged, not even the good copy
 
 
 FAKE_CHILD = textwrap.dedent('''
