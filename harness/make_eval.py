@@ -97,6 +97,8 @@ def main(argv=None):
     args = ap.parse_args(argv)
     if args.bench and args.gpus > 1:
         ap.error("--bench measures one process on one GPU; drop --gpus")
+    if args.shard and args.gpus > 1:
+        ap.error("--gpus N gives each child its --shard; pass one or the other")
     if args.bench:  # what the benchmark measures is fixed; only --definitions/--workloads/--prepare-jobs apply
         args.no_extras = args.no_report = args.no_reference_output_cache = args.no_resume = True
         args.peers, args.reference_budget = False, 0.0

@@ -158,9 +158,10 @@ def test_gpus_beyond_the_visible_ones_or_with_bench_are_refused(recorded, tmp_pa
     monkeypatch.setattr(torch.cuda, "device_count", lambda: 2)
     assert make_eval.main(["--out", str(tmp_path), "--gpus", "3"]) == 2
     assert "2 GPU(s) are visible" in capsys.readouterr().out and not recorded
-    with pytest.raises(SystemExit) as exc:
-        make_eval.main(["--bench", "--gpus", "2"])
-    assert exc.value.code == 2
+    for argv in (["--bench", "--gpus", "2"], ["--gpus", "2", "--shard", "0/2"]):
+        with pytest.raises(SystemExit) as exc:
+            make_eval.main(argv)
+        assert exc.value.code == 2
 
 
 def test_a_shard_child_evaluates_its_share_only(recorded, tmp_path):
