@@ -38,7 +38,8 @@ _DEFAULT_SCALE = 1.0 / math.sqrt(K_DIM)
 
 @triton.jit
 def _gdn_decode_kernel(
-    q_ptr, k_ptr, v_ptr, s_ptr, A_log_ptr, a_ptr, dt_bias_ptr, b_ptr, o_ptr, ns_ptr, scale,
+    q_ptr, k_ptr, v_ptr, s_ptr, A_log_ptr, a_ptr, dt_bias_ptr, b_ptr, o_ptr, ns_ptr,
+    scale,
     NUM_HV: tl.constexpr, GROUP: tl.constexpr, K: tl.constexpr, V: tl.constexpr,
     BV: tl.constexpr, NCHUNK: tl.constexpr, HAS_STATE: tl.constexpr,
     LOAD_EVICT: tl.constexpr, STORE_CACHE: tl.constexpr, VB_FAST: tl.constexpr,
@@ -49,16 +50,6 @@ def _gdn_decode_kernel(
     else:        # grid (B * HV, V blocks)
         pid_bh = tl.program_id(0)        # b * HV + h  (v, a, b, output are [B, HV, ...])
         pid_v = tl.program_id(1)         # block of BV * NCHUNK value rows
-    _tile(pid_bh, pid_v, q_ptr, k_ptr, v_ptr, s_ptr, A_log_ptr, a_ptr, dt_bias_ptr, b_ptr, o_ptr, ns_ptr,
-          scale, NUM_HV, GROUP, K, V, BV, NCHUNK, HAS_STATE, LOAD_EVICT, STORE_CACHE)
-
-
-@triton.jit
-def _tile(pid_bh, pid_v, q_ptr, k_ptr, v_ptr, s_ptr, A_log_ptr, a_ptr, dt_bias_ptr, b_ptr, o_ptr, ns_ptr, scale,
-          NUM_HV: tl.constexpr, GROUP: tl.constexpr, K: tl.constexpr, V: tl.constexpr,
-          BV: tl.constexpr, NCHUNK: tl.constexpr, HAS_STATE: tl.constexpr,
-          LOAD_EVICT: tl.constexpr, STORE_CACHE: tl.constexpr):
-    """One (batch * v-head, block of BV * NCHUNK value rows) tile."""
     i_b = pid_bh // NUM_HV
     i_h = pid_bh % NUM_HV
     NUM_HK: tl.constexpr = NUM_HV // GROUP
@@ -100,7 +91,6 @@ def _tile(pid_bh, pid_v, q_ptr, k_ptr, v_ptr, s_ptr, A_log_ptr, a_ptr, dt_bias_p
         tl.store(o_ptr + pid_bh * V + rows, o.to(o_ptr.dtype.element_ty))
         S_new = g * S + v_new[:, None] * k[None, :]
         tl.store(ns_ptr + offs, S_new, cache_modifier=STORE_CACHE)
-
 
 
 # ---------------------------------------------------------------------------------------------

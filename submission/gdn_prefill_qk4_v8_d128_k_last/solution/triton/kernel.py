@@ -445,7 +445,7 @@ _WORKSPACES = {}
 
 
 def _workspace(name, numel, dtype, device):
-    """A workspace of the multi-launch variants, kept between calls (grown when a call needs more): no
+    """A workspace of the two-launch path (Tm, P), kept between calls (grown when a call needs more): no
     allocation in the call. Every slot a launch reads was written by an earlier launch of the same call,
     so what a previous call left there is never read. Calls are assumed to run on one stream at a time."""
     key = (name, str(device), dtype)
