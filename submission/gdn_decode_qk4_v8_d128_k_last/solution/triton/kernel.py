@@ -98,7 +98,7 @@ def _gdn_decode_kernel(
 # VB_FAST). Grid = (B * HV, V / (BV * NCHUNK)), or transposed when VB_FAST; a batch size
 # not listed uses the entry of the largest listed one below it.
 #
-# Chosen on an H200 (132 SMs, 60 MiB L2; torch 2.11, Triton 3.6) with .scratch/decode_tune.py:
+# Chosen on an H200 (132 SMs, 60 MiB L2; torch 2.11, Triton 3.6) with results/h200/logs/scripts/decode_tune.py:
 # 52 configs x 7 batch sizes, cold L2 (120 MB zeroed before each call), kernel duration from
 # CUPTI activity records (torch.profiler), median of 60 calls. Measured (us) for the chosen
 # entries, with a cold-L2 cudaMemcpy of the same state bytes (state -> new_state) beside it:
