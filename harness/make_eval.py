@@ -168,8 +168,12 @@ def main(argv=None):
         from harness.shard import run_sharded
         print(f"  deliberate difference: the workloads are spread over {args.gpus} GPUs of this host, evaluated side "
               "by side by one child each (the official harness uses one GPU)")
-        rc = run_sharded(sys.argv[1:] if argv is None else list(argv), out, args.gpus, CACHE_ROOT / "shards" / slug,
-                         args.prepare_jobs or max(1, default_prepare_jobs() // args.gpus))
+        try:
+            rc = run_sharded(sys.argv[1:] if argv is None else list(argv), out, args.gpus,
+                             CACHE_ROOT / "shards" / slug, args.prepare_jobs or max(1, default_prepare_jobs() // args.gpus))
+        except (DataError, RuntimeError) as exc:   # the merge refused: the children's folders are kept
+            print(f"error: {exc} (the children's results stay in {CACHE_ROOT / 'shards' / slug})")
+            return 2
         print(f"evaluation took {time.time() - t0:.0f} s on {args.gpus} GPUs")
         if not args.no_report:
             definitions = [dataset.definition(name) for name in args.definitions.split(",")]

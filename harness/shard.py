@@ -15,7 +15,7 @@ import tempfile
 import threading
 from pathlib import Path
 
-from harness.jsonio import write_json_atomic
+from harness.jsonio import DataError, write_json_atomic
 
 REFERENCE_CACHE = "reference_latency.json"
 
@@ -88,7 +88,7 @@ def merge(out, shard_dirs):
     out = Path(out)
     base = {rel: _lines(out / rel) for rel in _records(out)}
     merged, added = dict(base), {}
-    for shard in map(Path, shard_dirs):   # all checked before anything is written
+    for shard in map(Path, shard_dirs):   # everything is checked before anything is written
         for rel in _records(shard):
             lines, old = _lines(shard / rel), base.get(rel, [])
             if lines[:len(old)] != old:
@@ -96,13 +96,17 @@ def merge(out, shard_dirs):
             if lines[len(old):]:
                 merged[rel] = merged.get(rel, []) + lines[len(old):]
                 added[str(rel)] = added.get(str(rel), 0) + len(lines) - len(old)
+    cache = {}
+    for path in (folder / REFERENCE_CACHE for folder in [out, *map(Path, shard_dirs)]):
+        if path.exists():
+            try:
+                entries = json.loads(path.read_text())
+            except ValueError as exc:
+                raise DataError(path, f"not valid JSON ({exc}); nothing was merged") from None
+            for key, value in entries.items():
+                cache.setdefault(key, value)
     for rel in added:   # rewritten whole: a partial last line that a killed run left in `out` goes, as in append_jsonl
         _write_lines(out / rel, merged[Path(rel)])
-    cache = {}
-    for folder in [out, *map(Path, shard_dirs)]:
-        if (folder / REFERENCE_CACHE).exists():
-            for key, value in json.loads((folder / REFERENCE_CACHE).read_text()).items():
-                cache.setdefault(key, value)
     if cache:
         write_json_atomic(out / REFERENCE_CACHE, cache)
     return added

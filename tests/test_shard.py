@@ -85,6 +85,20 @@ def test_merge_drops_a_partial_last_line_left_in_the_results_folder(tmp_path):
     assert (out / "runs.jsonl").read_text() == '{"run": 0}\n{"run": 1}\n'
 
 
+def test_merge_names_a_damaged_reference_cache_and_writes_nothing(tmp_path):
+    from harness.jsonio import DataError
+
+    out = _folder(tmp_path / "out")
+    shard = tmp_path / "s0"
+    shutil.copytree(out, shard)
+    with open(shard / "runs.jsonl", "a") as f:
+        f.write('{"run": 1}\n')
+    (shard / "reference_latency.json").write_text('{"k1": 1.0, "k2"')
+    with pytest.raises(DataError, match="s0/reference_latency.json: not valid JSON"):
+        merge(out, [shard])
+    assert (out / "runs.jsonl").read_text() == '{"run": 0}\n'
+
+
 def test_merge_refuses_a_folder_that_is_not_a_copy(tmp_path):
     out = _folder(tmp_path / "out")
     other = _folder(tmp_path / "other")
