@@ -23,9 +23,11 @@ never divided by; every ratio is exp(G_r - G_s) <= 1):
     H  <- exp(G_C) H + K^T (exp(G_C - G) * X)
 
 Every contraction is a tl.dot on tensor cores with fp32 accumulation: K K^T and Q K^T on the
-bf16 inputs; the state contractions K H, Q H, K^T X as two bf16 dots each (the fp32 operand
+bf16 inputs; the state contractions K H and K^T X as two bf16 dots each (the fp32 operand
 split into bf16 hi + lo, ~16 mantissa bits, so state errors stay ~1e-3 and do not grow with
-length); Tm and its merges and Tm R in tf32; P X (output only) in bf16. The dots are lowered to
+length); Tm and its merges and Tm R in tf32; Q H and P X (output only) in bf16 (Q H with H
+rounded to bf16 moved the output's max error from 0.0011 to 0.0015 on 31 contest shapes, state
+errors unchanged). The dots are lowered to
 mma.sync (see _MMA_ENV: Triton 3.6's wgmma lowering of this loop was measured wrong). Gates are
 computed in the kernel; varlen via cu_seqlens read in the kernel; the partial last chunk of a
 sequence is masked (masked rows get k = q = v = 0, beta = 0, log-gate = 0, so they are inert).
@@ -40,7 +42,9 @@ I/O and output stores are shared:
                    `kernel_recurrent`)
 `kernel` picks ALGO_CHUNK (one launch) or ALGO_CHUNK_WS (two launches) from the launch table
 below (measured on an H200: two launches win from ~256 tokens on); `kernel_recurrent` runs the
-ablation through the same launcher.
+ablation through the same launcher. Both launches of the two-launch path are bound (and
+compiled if new) before the first is issued, so only the bare driver launch of the second sits
+between them (the official timer charges host time between a call's kernels).
 
 Under TRITON_INTERPRET=1 (tensors on the CPU) all dots run on fp32 operands ("ieee"), because
 the interpreter's bf16 tl.dot is wrong; on the GPU the operand precisions are the PREC_*
@@ -174,13 +178,13 @@ def _chunk_p(q, k, G, C: tl.constexpr, PREC_QK: tl.constexpr):
 
 
 @triton.jit
-def _chunk_apply(H, Tm, P, q, k, v, G, beta, scale,
-                 PREC_T: tl.constexpr, PREC_S: tl.constexpr, PREC_O: tl.constexpr):
+def _chunk_apply(H, Tm, P, q, k, v, G, beta, scale, PREC_T: tl.constexpr, PREC_S: tl.constexpr,
+                 PREC_Q: tl.constexpr, PREC_O: tl.constexpr):
     """Given Tm and P of the chunk: output tile O [C, BV] and the state after the chunk."""
     gC = tl.min(G, axis=0)              # G at the chunk end (G is non-increasing, masked rows add 0)
     gam = tl.exp(G)
     KH = _mm(k, H, PREC_S)                                           # [C, BV]
-    QH = _mm(q, H, PREC_S)
+    QH = _mm(q, H, PREC_Q)                                           # output only
     R = beta[:, None] * (v - gam[:, None] * KH)
     X = _mm(Tm, R, PREC_T)                                           # new values, [C, BV]
     O = scale * (gam[:, None] * QH + _mm(P, X, PREC_O))
@@ -236,7 +240,7 @@ def _step(H, c0, bos, eos, n, h, hq, v0, q_ptr, k_ptr, v_ptr, a_ptr, b_ptr, o_pt
           wp_ptr, alog, dtb, scale, WS_P: tl.constexpr, ALGO: tl.constexpr, C: tl.constexpr,
           BV: tl.constexpr, SB: tl.constexpr, LOG2NB: tl.constexpr,
           SCAN: tl.constexpr, PREC_QK: tl.constexpr, PREC_T: tl.constexpr,
-          PREC_S: tl.constexpr, PREC_O: tl.constexpr, NHV: tl.constexpr,
+          PREC_S: tl.constexpr, PREC_Q: tl.constexpr, PREC_O: tl.constexpr, NHV: tl.constexpr,
           NHK: tl.constexpr, DK: tl.constexpr, INTERP: tl.constexpr):
     """One chunk of C tokens [c0, min(c0 + C, eos)): the only place where the ALGOs differ."""
     if ALGO == 1:
@@ -266,7 +270,7 @@ def _step(H, c0, bos, eos, n, h, hq, v0, q_ptr, k_ptr, v_ptr, a_ptr, b_ptr, o_pt
                 P = tl.load(wp_ptr + w_off).to(tl.float32)
             else:
                 P = _chunk_p(q, k, G, C, PREC_QK)
-        O, H = _chunk_apply(H, Tm, P, q, k, v, G, beta, scale, PREC_T, PREC_S, PREC_O)
+        O, H = _chunk_apply(H, Tm, P, q, k, v, G, beta, scale, PREC_T, PREC_S, PREC_Q, PREC_O)
         tl.store(o_ptr + vo_off, O.to(o_ptr.dtype.element_ty), mask=valid[:, None])
     return H
 
@@ -280,8 +284,9 @@ def _gdn_prefill_kernel(
     wp_ptr, scale,
     ALGO: tl.constexpr, WS_P: tl.constexpr, C: tl.constexpr, BV: tl.constexpr, SB: tl.constexpr,
     LOG2NB: tl.constexpr, SCAN: tl.constexpr, HAS_STATE: tl.constexpr,
-    PREC_QK: tl.constexpr, PREC_T: tl.constexpr, PREC_S: tl.constexpr, PREC_O: tl.constexpr,
-    NHV: tl.constexpr, NHK: tl.constexpr, DK: tl.constexpr, INTERP: tl.constexpr,
+    PREC_QK: tl.constexpr, PREC_T: tl.constexpr, PREC_S: tl.constexpr, PREC_Q: tl.constexpr,
+    PREC_O: tl.constexpr, NHV: tl.constexpr, NHK: tl.constexpr, DK: tl.constexpr,
+    INTERP: tl.constexpr,
 ):
     pid_v = tl.program_id(0)                 # value slice (fastest: slices of one head share q/k)
     pid_nh = tl.program_id(1)                # n * HV + h
@@ -310,13 +315,13 @@ def _gdn_prefill_kernel(
         while c0 < eos:
             H = _step(H, c0, bos, eos, n, h, hq, v0, q_ptr, k_ptr, v_ptr, a_ptr, b_ptr, o_ptr,
                       ws_ptr, wp_ptr, alog, dtb, scale, WS_P, ALGO, C, BV, SB, LOG2NB,
-                      SCAN, PREC_QK, PREC_T, PREC_S, PREC_O, NHV, NHK, DK, INTERP)
+                      SCAN, PREC_QK, PREC_T, PREC_S, PREC_Q, PREC_O, NHV, NHK, DK, INTERP)
             c0 += C
     else:
         for c0 in range(bos, eos, C):
             H = _step(H, c0, bos, eos, n, h, hq, v0, q_ptr, k_ptr, v_ptr, a_ptr, b_ptr, o_ptr,
                       ws_ptr, wp_ptr, alog, dtb, scale, WS_P, ALGO, C, BV, SB, LOG2NB,
-                      SCAN, PREC_QK, PREC_T, PREC_S, PREC_O, NHV, NHK, DK, INTERP)
+                      SCAN, PREC_QK, PREC_T, PREC_S, PREC_Q, PREC_O, NHV, NHK, DK, INTERP)
     tl.store(ns_ptr + s_off, H)
 
 
@@ -404,6 +409,21 @@ def _gdn_prep_kernel(
 #   in parallel from the chunk-start states and new values the chain stores (chain + output
 #   launch +90 us at 8192/34; likely because storing a 128xBV state per chunk costs more than
 #   the outputs it moves off the chain).
+# Round 3 (results/h200/logs/prefill_sweep_r{1,2,3}.json): every candidate on all 100 contest
+# shapes (stand-in cu_seqlens), timed like the evaluator (FlashInfer's CUPTI span, cold L2, a sync
+# before each call, median of 10), errors vs float64 on 31 of them:
+#   binding both launches before issuing the first: table mean 73.8 -> 71.2 us; two-launch rows
+#     below T = 2048 gained ~15-20 us each (T < 512 rows 60 -> 37-41 us), T = 8192 unchanged
+#     (its prep outlasts the host work). Triton's plain path left ~25 us between the launches.
+#   Q H in one bf16 dot: 71.2 -> 70.3 us (BV16 at T < 8192: 155 -> 150; output error 0.0011 ->
+#     0.0015, state unchanged): adopted.
+#   the one-launch threshold (64..511) and the BV16/BV32 split (N <= 3..30) within 1 us of the table.
+#   no gain: the hi/lo dots into separate accumulators (+-0.2 us), 1 stage for BV32 (+10 us at
+#     T = 8192: the occupancy is register-bound, 2 CTAs/SM, not shared-memory-bound), 2 stages for
+#     BV16, two-launch with C = 32 for T < 2048.
+#   much slower: BV = 128 (one CTA per head; 8 or 16 warps; Triton caps it at 32 registers and
+#     spills 4-5 KB: 4.6-10 ms), BV = 64 with 8 warps (+90 us at T = 8192), C = 128 with 8 warps
+#     (+500 us at T = 8192).
 # Harness runs (official CUPTI timer, each on one lent H200, not always the same machine;
 # results/h200 and results/h200/experiments/27bfb05):
 #   earlier table (BV16 for N < 40, BV64 above): T=8192 mean 278 us, all 100: 95.4 us
@@ -442,6 +462,7 @@ _MMA_ENV = {"DISABLE_MMA_V3": "1", "DISABLE_MMA_V5": "1"}
 
 
 _WORKSPACES = {}
+_BIND_FIRST = True
 
 
 def _workspace(name, numel, dtype, device):
@@ -479,11 +500,11 @@ def _launch(algo, q, k, v, state, A_log, a, dt_bias, b, cu_seqlens, scale, outpu
     scan = cfg.get("scan", 0)
     on_gpu = q.is_cuda
     if on_gpu:
-        p = dict(PREC_QK=P_BF16, PREC_T=P_TF32, PREC_S=P_BF16X2, PREC_O=P_BF16)
+        p = dict(PREC_QK=P_BF16, PREC_T=P_TF32, PREC_S=P_BF16X2, PREC_Q=P_BF16, PREC_O=P_BF16)
         if prec:
             p.update(prec)
     else:   # interpreter: bf16 tl.dot is wrong there, run every dot on exact fp32 operands
-        p = dict(PREC_QK=P_IEEE, PREC_T=P_IEEE, PREC_S=P_IEEE, PREC_O=P_IEEE)
+        p = dict(PREC_QK=P_IEEE, PREC_T=P_IEEE, PREC_S=P_IEEE, PREC_Q=P_IEEE, PREC_O=P_IEEE)
     has_state = state is not None
     s_arg = state if has_state else new_state
     use_ws = algo == ALGO_CHUNK and cfg.get("ws", False)
@@ -495,35 +516,46 @@ def _launch(algo, q, k, v, state, A_log, a, dt_bias, b, cu_seqlens, scale, outpu
         ws = _workspace("tm", nslot * HV * C * C, torch.float32, q.device)
         if ws_p:
             wp = _workspace("p", nslot * HV * C * C, torch.bfloat16, q.device)
+    launches = []   # (jit function, grid, every argument by name, launch options)
+    if use_ws:
+        launches.append((_gdn_prep_kernel, (nslot, HV, 1), dict(
+            q_ptr=q, k_ptr=k, alog_ptr=A_log, a_ptr=a, dtb_ptr=dt_bias, b_ptr=b, cu_ptr=cu_seqlens,
+            ws_ptr=ws, wp_ptr=wp, N=N, WS_P=ws_p, C=C, SB=SB, LOG2NB=log2nb, SCAN=scan,
+            NP2=max(2, triton.next_power_of_2(N)), PREC_QK=p["PREC_QK"], PREC_T=p["PREC_T"],
+            NHV=HV, NHK=HK, DK=D), dict(num_warps=cfg.get("prep_warps", 4), num_stages=1)))
+        algo = ALGO_CHUNK_WS
+    launches.append((_gdn_prefill_kernel, (D // BV, N * HV, 1), dict(
+        q_ptr=q, k_ptr=k, v_ptr=v, s_ptr=s_arg, alog_ptr=A_log, a_ptr=a, dtb_ptr=dt_bias, b_ptr=b,
+        cu_ptr=cu_seqlens, o_ptr=output, ns_ptr=new_state, ws_ptr=ws, wp_ptr=wp, scale=scale,
+        ALGO=algo, WS_P=ws_p, C=C, BV=BV, SB=SB, LOG2NB=log2nb, SCAN=scan, HAS_STATE=has_state,
+        NHV=HV, NHK=HK, DK=D, INTERP=not on_gpu, **p),
+        dict(num_warps=cfg.get("num_warps", 4), num_stages=cfg.get("num_stages", 2))))
+    if not on_gpu:
+        for fn, grid, args, opts in launches:
+            fn[grid](**args, **opts)
+        return None
     saved = {}
-    if on_gpu:
-        for key, val in _MMA_ENV.items():
-            saved[key] = os.environ.get(key)
-            os.environ[key] = val
+    for key, val in _MMA_ENV.items():
+        saved[key] = os.environ.get(key)
+        os.environ[key] = val
     try:
-        if use_ws:
-            np2 = max(2, triton.next_power_of_2(N))
-            _gdn_prep_kernel[(nslot, HV)](
-                q, k, A_log, a, dt_bias, b, cu_seqlens, ws, wp, N, WS_P=ws_p,
-                C=C, SB=SB, LOG2NB=log2nb, SCAN=scan, NP2=np2,
-                PREC_QK=p["PREC_QK"], PREC_T=p["PREC_T"],
-                NHV=HV, NHK=HK, DK=D,
-                num_warps=cfg.get("prep_warps", 4), num_stages=1)
-            algo = ALGO_CHUNK_WS
-        grid = (D // BV, N * HV)
-        handle = _gdn_prefill_kernel[grid](
-            q, k, v, s_arg, A_log, a, dt_bias, b, cu_seqlens, output, new_state, ws, wp, scale,
-            ALGO=algo, WS_P=ws_p, C=C, BV=BV, SB=SB, LOG2NB=log2nb, SCAN=scan,
-            HAS_STATE=has_state,
-            NHV=HV, NHK=HK, DK=D, INTERP=not on_gpu,
-            num_warps=cfg.get("num_warps", 4), num_stages=cfg.get("num_stages", 2), **p)
+        # Bind and look up (or compile) every launch before issuing the first, then launch the
+        # compiled kernels back to back: the official timer charges host time between a call's
+        # kernels, not before its first. Triton's full launch path between prep and chain left a
+        # gap of ~25 us (H200, Triton 3.6), more than the prep's GPU time below ~2000 tokens.
+        compiled = [fn.warmup(grid=grid, **args, **opts) for fn, grid, args, opts in launches]
+        if not _BIND_FIRST:    # Triton's plain launch path, kept for the sweeps that measure the gap
+            compiled = [fn[grid](**args, **opts) for fn, grid, args, opts in launches]
+        else:
+            for ck, (fn, grid, args, _) in zip(compiled, launches):
+                ck[grid](*[args[name] for name in fn.arg_names])
     finally:
         for key, val in saved.items():
             if val is None:
                 os.environ.pop(key, None)
             else:
                 os.environ[key] = val
-    return handle
+    return compiled[-1]
 
 
 def _c(x):
