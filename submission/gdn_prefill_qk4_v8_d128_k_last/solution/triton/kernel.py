@@ -430,8 +430,9 @@ def _gdn_prep_kernel(
 #   fb02185 (BV32 for N >= 16): T=8192 227 us (198-268), all 100: 84.8 us (results/h200 traces)
 #   27bfb05 (the round-2 choices above, split prep from T = 4096): all 100: 88.6 us; N <= 15 below
 #     T = 4096 gained (T < 2048 bucket 114.5 -> 103.3 us; 2107/1 194 -> 172) but the split rows
-#     lost: T=8192 227 -> 266 us, 4124/15 182 -> 218 us. So the table below keeps one prep launch;
-#     its T >= 4096 rows (fb02185's launches with the reloading prep) have not yet run in the harness.
+#     lost: T=8192 227 -> 266 us, 4124/15 182 -> 218 us. So the table below keeps one prep launch.
+#   6f75c14 (this table: the reloading prep, BV16 with 3 stages, both launches bound first, Q H in
+#     bf16): all 100: 70.3 us; T < 2048 bucket 71.8, T = 8192 216 us (191-256) (results/h200 traces)
 # Offline ptxas (sm_90, 4 warps; cuobjdump -res-usage): the chain kernel takes 236-255 registers
 # per thread, so at most 2 CTAs (8 warps) per SM: a latency-bound chain with little to hide it.
 # The one-launch config spills 160 B, the BV=64 one 480 B; capping registers (maxnreg 168 / 128)
