@@ -134,6 +134,14 @@ def test_two_launch_wide_variant():
     run_and_check(fn, [0, 1, 33, 70, 100], seed=3, out_atol=2e-3)
 
 
+def test_sequences_launched_longest_first_with_ties_and_padding():
+    # CTAs take sequences by length rank (longest first); N = 5 pads the rank vector to 8 and three
+    # sequences tie at 10 tokens: every sequence must still be computed exactly once
+    run_and_check(pk.kernel, [0, 10, 20, 25, 35, 36], seed=4)
+    run_and_check(lambda *a: pk._launch(pk.ALGO_CHUNK, *a, cfg=dict(pk._TWO_LAUNCH_CFG, lpt=False)),
+                  [0, 10, 20, 25, 35, 36], seed=4, out_atol=2e-3)
+
+
 def test_launch_table():
     assert not pk._pick(6, 1).get("ws") and pk._pick(255, 3)["C"] == 32
     assert pk._pick(256, 1) is pk._TWO_LAUNCH_CFG and pk._pick(8192, 15) is pk._TWO_LAUNCH_CFG

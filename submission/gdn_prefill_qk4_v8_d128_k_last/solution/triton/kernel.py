@@ -275,13 +275,27 @@ def _step(H, c0, bos, eos, n, h, hq, v0, q_ptr, k_ptr, v_ptr, a_ptr, b_ptr, o_pt
     return H
 
 
+@triton.jit
+def _longest_first(cu_ptr, r, N, NP2: tl.constexpr):
+    """The sequence of rank r with the sequences ordered by length, longest first (ties: lower index
+    first). CTAs start in launch order, so the longest serial chains start in the first wave rather
+    than possibly the last one."""
+    i = tl.arange(0, NP2)
+    m = i < N
+    ln = tl.load(cu_ptr + i + 1, mask=m, other=0) - tl.load(cu_ptr + i, mask=m, other=0)
+    ln = tl.where(m, ln, -1)
+    before = (ln[None, :] > ln[:, None]) | ((ln[None, :] == ln[:, None]) & (i[None, :] < i[:, None]))
+    rank = tl.sum((before & m[None, :]).to(tl.int32), axis=1)
+    return tl.sum(tl.where((rank == r) & m, i, 0), axis=0)
+
+
 # --------------------------------------------------------------------------------------------
 # the kernel (one launch per call)
 # --------------------------------------------------------------------------------------------
 @triton.jit
 def _gdn_prefill_kernel(
     q_ptr, k_ptr, v_ptr, s_ptr, alog_ptr, a_ptr, dtb_ptr, b_ptr, cu_ptr, o_ptr, ns_ptr, ws_ptr,
-    wp_ptr, scale,
+    wp_ptr, scale, N, NP2: tl.constexpr, LPT: tl.constexpr,
     ALGO: tl.constexpr, WS_P: tl.constexpr, C: tl.constexpr, BV: tl.constexpr, SB: tl.constexpr,
     LOG2NB: tl.constexpr, SCAN: tl.constexpr, HAS_STATE: tl.constexpr,
     PREC_QK: tl.constexpr, PREC_T: tl.constexpr, PREC_S: tl.constexpr, PREC_Q: tl.constexpr,
@@ -289,9 +303,12 @@ def _gdn_prefill_kernel(
     INTERP: tl.constexpr,
 ):
     pid_v = tl.program_id(0)                 # value slice (fastest: slices of one head share q/k)
-    pid_nh = tl.program_id(1)                # n * HV + h
-    n = pid_nh // NHV
+    pid_nh = tl.program_id(1)                # rank of the sequence * HV + h
     h = pid_nh % NHV
+    if LPT:
+        n = _longest_first(cu_ptr, pid_nh // NHV, N, NP2)
+    else:
+        n = pid_nh // NHV
     hq = h // (NHV // NHK)
     v0 = pid_v * BV
     bos = tl.load(cu_ptr + n).to(tl.int32)
@@ -302,7 +319,7 @@ def _gdn_prefill_kernel(
     kx = tl.arange(0, DK)
     vx = tl.arange(0, BV)
     # H[k, v] = state[n, h, v0 + v, k]
-    s_off = (pid_nh * DK + v0 + vx[None, :]) * DK + kx[:, None]
+    s_off = ((n * NHV + h) * DK + v0 + vx[None, :]) * DK + kx[:, None]
     if HAS_STATE:
         H = tl.load(s_ptr + s_off)
     else:
@@ -517,18 +534,19 @@ def _launch(algo, q, k, v, state, A_log, a, dt_bias, b, cu_seqlens, scale, outpu
         ws = _workspace("tm", nslot * HV * C * C, torch.float32, q.device)
         if ws_p:
             wp = _workspace("p", nslot * HV * C * C, torch.bfloat16, q.device)
+    np2 = max(2, triton.next_power_of_2(N))
     launches = []   # (jit function, grid, every argument by name, launch options)
     if use_ws:
         launches.append((_gdn_prep_kernel, (nslot, HV, 1), dict(
             q_ptr=q, k_ptr=k, alog_ptr=A_log, a_ptr=a, dtb_ptr=dt_bias, b_ptr=b, cu_ptr=cu_seqlens,
             ws_ptr=ws, wp_ptr=wp, N=N, WS_P=ws_p, C=C, SB=SB, LOG2NB=log2nb, SCAN=scan,
-            NP2=max(2, triton.next_power_of_2(N)), PREC_QK=p["PREC_QK"], PREC_T=p["PREC_T"],
+            NP2=np2, PREC_QK=p["PREC_QK"], PREC_T=p["PREC_T"],
             NHV=HV, NHK=HK, DK=D), dict(num_warps=cfg.get("prep_warps", 4), num_stages=1)))
         algo = ALGO_CHUNK_WS
     launches.append((_gdn_prefill_kernel, (D // BV, N * HV, 1), dict(
         q_ptr=q, k_ptr=k, v_ptr=v, s_ptr=s_arg, alog_ptr=A_log, a_ptr=a, dtb_ptr=dt_bias, b_ptr=b,
         cu_ptr=cu_seqlens, o_ptr=output, ns_ptr=new_state, ws_ptr=ws, wp_ptr=wp, scale=scale,
-        ALGO=algo, WS_P=ws_p, C=C, BV=BV, SB=SB, LOG2NB=log2nb, SCAN=scan, HAS_STATE=has_state,
+        N=N, NP2=np2, LPT=cfg.get("lpt", True), ALGO=algo, WS_P=ws_p, C=C, BV=BV, SB=SB, LOG2NB=log2nb, SCAN=scan, HAS_STATE=has_state,
         NHV=HV, NHK=HK, DK=D, INTERP=not on_gpu, **p),
         dict(num_warps=cfg.get("num_warps", 4), num_stages=cfg.get("num_stages", 2))))
     if not on_gpu:
