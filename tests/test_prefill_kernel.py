@@ -137,9 +137,12 @@ def test_two_launch_wide_variant():
 def test_sequences_launched_longest_first_with_ties_and_padding():
     # CTAs take sequences by length rank (longest first); N = 5 pads the rank vector to 8 and three
     # sequences tie at 10 tokens: every sequence must still be computed exactly once
-    run_and_check(pk.kernel, [0, 10, 20, 25, 35, 36], seed=4)
-    run_and_check(lambda *a: pk._launch(pk.ALGO_CHUNK, *a, cfg=dict(pk._TWO_LAUNCH_CFG, lpt=False)),
-                  [0, 10, 20, 25, 35, 36], seed=4, out_atol=2e-3)
+    for cfg in (pk._ONE_LAUNCH_CFG, pk._TWO_LAUNCH_CFG):
+        run_and_check(lambda *a, cfg=cfg: pk._launch(pk.ALGO_CHUNK, *a, cfg=dict(cfg, lpt=True)),
+                      [0, 10, 20, 25, 35, 36], seed=4, out_atol=2e-3)
+    # the launch path turns the order on from _LPT_MIN_N sequences (here 9, lengths 1..13 and ties)
+    assert pk._LPT_MIN_N <= 9
+    run_and_check(pk.kernel, [0, 1, 4, 17, 18, 30, 31, 44, 50, 60], seed=5)
 
 
 def test_launch_table():

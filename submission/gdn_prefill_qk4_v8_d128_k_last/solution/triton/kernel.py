@@ -465,6 +465,14 @@ _LAUNCH_TABLE = [
     (None, None, _TWO_LAUNCH_WIDE_CFG),
 ]
 _DEFAULT_CFG = _TWO_LAUNCH_WIDE_CFG
+# From this many sequences on, CTAs take sequences longest first (_longest_first). Round 4
+# (results/h200/logs/prefill_sweep_r4.json, official span, twice each, interleaved): on for all,
+# T = 8192 216.5 -> 204.6 us, 4124/15 and 3999/13 144/154 -> 125/122 us (several waves of CTAs:
+# the longest chains no longer start last), but the rank costs ~1 us in every CTA's prologue, which
+# short calls pay (T < 64 11.4 -> 12.4, T < 2048 +3..6 us): mean 69.2 (off) / 69.1 (on) / 66.8
+# (on from N = 8; every workload with N >= 8 has T >= 3999). The b4c4cc7 pass (results/h200/
+# experiments) ran it on for all: 68.9 us.
+_LPT_MIN_N = 8
 # the ablation's own best launch config (same kernel, grid formula and dispatch; H200 sweep of
 # BV in {16, 32} x warps in {1, 2, 4}: BV=16 with one warp per CTA was fastest)
 _RECURRENT_CFG = dict(C=64, BV=16, num_warps=1, num_stages=1)
@@ -546,7 +554,7 @@ def _launch(algo, q, k, v, state, A_log, a, dt_bias, b, cu_seqlens, scale, outpu
     launches.append((_gdn_prefill_kernel, (D // BV, N * HV, 1), dict(
         q_ptr=q, k_ptr=k, v_ptr=v, s_ptr=s_arg, alog_ptr=A_log, a_ptr=a, dtb_ptr=dt_bias, b_ptr=b,
         cu_ptr=cu_seqlens, o_ptr=output, ns_ptr=new_state, ws_ptr=ws, wp_ptr=wp, scale=scale,
-        N=N, NP2=np2, LPT=cfg.get("lpt", True), ALGO=algo, WS_P=ws_p, C=C, BV=BV, SB=SB, LOG2NB=log2nb, SCAN=scan, HAS_STATE=has_state,
+        N=N, NP2=np2, LPT=cfg.get("lpt", N >= _LPT_MIN_N), ALGO=algo, WS_P=ws_p, C=C, BV=BV, SB=SB, LOG2NB=log2nb, SCAN=scan, HAS_STATE=has_state,
         NHV=HV, NHK=HK, DK=D, INTERP=not on_gpu, **p),
         dict(num_warps=cfg.get("num_warps", 4), num_stages=cfg.get("num_stages", 2))))
     if not on_gpu:
