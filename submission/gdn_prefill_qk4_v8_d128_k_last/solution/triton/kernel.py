@@ -448,8 +448,12 @@ def _gdn_prep_kernel(
 #   27bfb05 (the round-2 choices above, split prep from T = 4096): all 100: 88.6 us; N <= 15 below
 #     T = 4096 gained (T < 2048 bucket 114.5 -> 103.3 us; 2107/1 194 -> 172) but the split rows
 #     lost: T=8192 227 -> 266 us, 4124/15 182 -> 218 us. So the table below keeps one prep launch.
-#   6f75c14 (this table: the reloading prep, BV16 with 3 stages, both launches bound first, Q H in
-#     bf16): all 100: 70.3 us; T < 2048 bucket 71.8, T = 8192 216 us (191-256) (results/h200 traces)
+#   6f75c14 (the reloading prep, BV16 with 3 stages, both launches bound first, Q H in bf16): all
+#     100: 70.3 us; T < 2048 bucket 71.8, T = 8192 216 us (191-256)
+#   41b0342 (this table: 6f75c14 + longest first from N = 8): all 100: 70.3 us, T = 8192 204 us
+#     (181-233) (results/h200 traces), on a lent H200 with a slower host: FlashInfer 564 us there
+#     against 394 in the 6f75c14 pass, and our two-launch rows below T = 2048 (same code) 81.6
+#     against 71.8 us: the second launch still costs a few microseconds of host time.
 # Offline ptxas (sm_90, 4 warps; cuobjdump -res-usage): the chain kernel takes 236-255 registers
 # per thread, so at most 2 CTAs (8 warps) per SM: a latency-bound chain with little to hide it.
 # The one-launch config spills 160 B, the BV=64 one 480 B; capping registers (maxnreg 168 / 128)
