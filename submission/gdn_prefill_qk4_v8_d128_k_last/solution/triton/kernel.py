@@ -40,6 +40,9 @@ I/O and output stores are shared:
                    the serial per-sequence chain then only does the H-dependent dots
     ALGO_RECURRENT token-by-token register-resident recurrence, no tensor cores (the ablation:
                    `kernel_recurrent`)
+A launch config with "fused" runs ALGO_CHUNK_WS's two launches as two roles of one launch
+(_gdn_fused_kernel: tickets, per-chunk flags, spin-waits). It is correct on the CPU interpreter
+and NOT YET MEASURED on a GPU, so no table row uses it.
 `kernel` picks ALGO_CHUNK (one launch) or ALGO_CHUNK_WS (two launches) from the launch table
 below (measured on an H200: two launches win from ~256 tokens on); `kernel_recurrent` runs the
 ablation through the same launcher. Both launches of the two-launch path are bound (and
@@ -289,21 +292,34 @@ def _longest_first(cu_ptr, r, N, NP2: tl.constexpr):
     return tl.sum(tl.where((rank == r) & m, i, 0), axis=0)
 
 
-# --------------------------------------------------------------------------------------------
-# the kernel (one launch per call)
-# --------------------------------------------------------------------------------------------
 @triton.jit
-def _gdn_prefill_kernel(
-    q_ptr, k_ptr, v_ptr, s_ptr, alog_ptr, a_ptr, dtb_ptr, b_ptr, cu_ptr, o_ptr, ns_ptr, ws_ptr,
-    wp_ptr, scale, N, NP2: tl.constexpr, LPT: tl.constexpr,
-    ALGO: tl.constexpr, WS_P: tl.constexpr, C: tl.constexpr, BV: tl.constexpr, SB: tl.constexpr,
-    LOG2NB: tl.constexpr, SCAN: tl.constexpr, HAS_STATE: tl.constexpr,
-    PREC_QK: tl.constexpr, PREC_T: tl.constexpr, PREC_S: tl.constexpr, PREC_Q: tl.constexpr,
-    PREC_O: tl.constexpr, NHV: tl.constexpr, NHK: tl.constexpr, DK: tl.constexpr,
-    INTERP: tl.constexpr,
-):
-    pid_v = tl.program_id(0)                 # value slice (fastest: slices of one head share q/k)
-    pid_nh = tl.program_id(1)                # rank of the sequence * HV + h
+def _wait_chunks(sync_ptr, first, nch, h, want, NHV: tl.constexpr):
+    """Fused variant: spin until the prep role has published chunks [first, first + nch) of head h
+    (their flags hold `want`). The acquiring atomics order this CTA's later workspace loads after
+    the prep CTAs' stores; the loop's loads come after the wait in program order."""
+    WB: tl.constexpr = 64
+    j0 = 0
+    while j0 < nch:
+        jj = j0 + tl.arange(0, WB)
+        mk = jj < nch
+        ptrs = sync_ptr + 3 + (first + jj) * NHV + h
+        miss = 1
+        while miss > 0:
+            f = tl.atomic_add(ptrs, tl.zeros((WB,), dtype=tl.int32), mask=mk, sem="acquire")
+            miss = tl.sum(((f != want) & mk).to(tl.int32), axis=0)
+        j0 += WB
+
+
+@triton.jit
+def _chain(pid_v, pid_nh, q_ptr, k_ptr, v_ptr, s_ptr, alog_ptr, a_ptr, dtb_ptr, b_ptr, cu_ptr,
+           o_ptr, ns_ptr, ws_ptr, wp_ptr, sync_ptr, want, scale, N, NP2: tl.constexpr,
+           LPT: tl.constexpr, WAIT: tl.constexpr, ALGO: tl.constexpr, WS_P: tl.constexpr,
+           C: tl.constexpr, BV: tl.constexpr, SB: tl.constexpr, LOG2NB: tl.constexpr,
+           SCAN: tl.constexpr, HAS_STATE: tl.constexpr, PREC_QK: tl.constexpr,
+           PREC_T: tl.constexpr, PREC_S: tl.constexpr, PREC_Q: tl.constexpr,
+           PREC_O: tl.constexpr, NHV: tl.constexpr, NHK: tl.constexpr, DK: tl.constexpr,
+           INTERP: tl.constexpr):
+    """One CTA's serial walk over the chunks of its (sequence, head, value slice)."""
     h = pid_nh % NHV
     if LPT:
         n = _longest_first(cu_ptr, pid_nh // NHV, N, NP2)
@@ -315,6 +331,8 @@ def _gdn_prefill_kernel(
     eos = tl.load(cu_ptr + n + 1).to(tl.int32)
     alog = tl.load(alog_ptr + h).to(tl.float32)
     dtb = tl.load(dtb_ptr + h).to(tl.float32)
+    if WAIT:
+        _wait_chunks(sync_ptr, bos // C + n, (eos - bos + C - 1) // C, h, want, NHV)
 
     kx = tl.arange(0, DK)
     vx = tl.arange(0, BV)
@@ -343,14 +361,11 @@ def _gdn_prefill_kernel(
 
 
 @triton.jit
-def _gdn_prep_kernel(
-    q_ptr, k_ptr, alog_ptr, a_ptr, dtb_ptr, b_ptr, cu_ptr, ws_ptr, wp_ptr, N,
-    WS_P: tl.constexpr, C: tl.constexpr, SB: tl.constexpr, LOG2NB: tl.constexpr,
-    SCAN: tl.constexpr, NP2: tl.constexpr,
-    PREC_QK: tl.constexpr, PREC_T: tl.constexpr,
-    NHV: tl.constexpr, NHK: tl.constexpr, DK: tl.constexpr,
-):
-    """Two-launch variant, first launch: Tm (and P) of every (chunk, head) into the workspace.
+def _prep_slot(slot, h, q_ptr, k_ptr, alog_ptr, a_ptr, dtb_ptr, b_ptr, cu_ptr, ws_ptr, wp_ptr, N,
+               WS_P: tl.constexpr, C: tl.constexpr, SB: tl.constexpr, LOG2NB: tl.constexpr,
+               SCAN: tl.constexpr, NP2: tl.constexpr, PREC_QK: tl.constexpr,
+               PREC_T: tl.constexpr, NHV: tl.constexpr, NHK: tl.constexpr, DK: tl.constexpr):
+    """Tm (and P) of workspace slot `slot`, head h.
 
     Chunk j of sequence n lives in slot bos_n // C + n + j; the slots of distinct chunks are
     distinct and all below T // C + N + 1 (floor(b/C) + ceil(L/C) <= floor((b+L)/C) + 1).
@@ -358,8 +373,6 @@ def _gdn_prep_kernel(
     offline ptxas (sm_90, C=64, 4 warps) gives 255 registers and no spills, against 184 B of spills
     when P reused them.
     """
-    slot = tl.program_id(0)
-    h = tl.program_id(1)
     hq = h // (NHV // NHK)
     m = tl.arange(0, NP2)
     cu_m = tl.load(cu_ptr + m, mask=m < N, other=0).to(tl.int32)
@@ -387,6 +400,83 @@ def _gdn_prep_kernel(
             q = tl.load(q_ptr + qk_off, mask=valid[:, None], other=0.0)
             P = _chunk_p(q, k, _cumsum(lg, C, SCAN), C, PREC_QK)
             tl.store(wp_ptr + w_off, P.to(wp_ptr.dtype.element_ty))
+
+
+# --------------------------------------------------------------------------------------------
+# the kernels (one or two launches per call)
+# --------------------------------------------------------------------------------------------
+@triton.jit
+def _gdn_prefill_kernel(
+    q_ptr, k_ptr, v_ptr, s_ptr, alog_ptr, a_ptr, dtb_ptr, b_ptr, cu_ptr, o_ptr, ns_ptr, ws_ptr,
+    wp_ptr, scale, N, NP2: tl.constexpr, LPT: tl.constexpr,
+    ALGO: tl.constexpr, WS_P: tl.constexpr, C: tl.constexpr, BV: tl.constexpr, SB: tl.constexpr,
+    LOG2NB: tl.constexpr, SCAN: tl.constexpr, HAS_STATE: tl.constexpr,
+    PREC_QK: tl.constexpr, PREC_T: tl.constexpr, PREC_S: tl.constexpr, PREC_Q: tl.constexpr,
+    PREC_O: tl.constexpr, NHV: tl.constexpr, NHK: tl.constexpr, DK: tl.constexpr,
+    INTERP: tl.constexpr,
+):
+    """The chain: grid (value slices, N * HV), slices of one head adjacent (they share q/k)."""
+    _chain(tl.program_id(0), tl.program_id(1), q_ptr, k_ptr, v_ptr, s_ptr, alog_ptr, a_ptr,
+           dtb_ptr, b_ptr, cu_ptr, o_ptr, ns_ptr, ws_ptr, wp_ptr, ws_ptr, 0, scale, N, NP2, LPT,
+           False, ALGO, WS_P, C, BV, SB, LOG2NB, SCAN, HAS_STATE, PREC_QK, PREC_T, PREC_S,
+           PREC_Q, PREC_O, NHV, NHK, DK, INTERP)
+
+
+@triton.jit
+def _gdn_prep_kernel(
+    q_ptr, k_ptr, alog_ptr, a_ptr, dtb_ptr, b_ptr, cu_ptr, ws_ptr, wp_ptr, N,
+    WS_P: tl.constexpr, C: tl.constexpr, SB: tl.constexpr, LOG2NB: tl.constexpr,
+    SCAN: tl.constexpr, NP2: tl.constexpr,
+    PREC_QK: tl.constexpr, PREC_T: tl.constexpr,
+    NHV: tl.constexpr, NHK: tl.constexpr, DK: tl.constexpr,
+):
+    """Two-launch variant, first launch: Tm (and P) of every (chunk, head), grid (slots, HV)."""
+    _prep_slot(tl.program_id(0), tl.program_id(1), q_ptr, k_ptr, alog_ptr, a_ptr, dtb_ptr, b_ptr,
+               cu_ptr, ws_ptr, wp_ptr, N, WS_P, C, SB, LOG2NB, SCAN, NP2, PREC_QK, PREC_T, NHV,
+               NHK, DK)
+
+
+@triton.jit
+def _gdn_fused_kernel(
+    q_ptr, k_ptr, v_ptr, s_ptr, alog_ptr, a_ptr, dtb_ptr, b_ptr, cu_ptr, o_ptr, ns_ptr, ws_ptr,
+    wp_ptr, sync_ptr, scale, N, NPREP, NVB, NP2: tl.constexpr, LPT: tl.constexpr,
+    WS_P: tl.constexpr, C: tl.constexpr, BV: tl.constexpr, SB: tl.constexpr,
+    LOG2NB: tl.constexpr, SCAN: tl.constexpr, HAS_STATE: tl.constexpr,
+    PREC_QK: tl.constexpr, PREC_T: tl.constexpr, PREC_S: tl.constexpr, PREC_Q: tl.constexpr,
+    PREC_O: tl.constexpr, NHV: tl.constexpr, NHK: tl.constexpr, DK: tl.constexpr,
+    INTERP: tl.constexpr,
+):
+    """Both roles of the two-launch variant in one launch (UNMEASURED; cfg "fused"): no host time
+    between the roles, and chains can start while later chunks are still being prepared.
+
+    sync (int32, zeroed when allocated): [0] ticket counter, [1] done counter, [2] epoch E,
+    [3 + slot * HV + h] the flag of a prepared (slot, head). Each CTA draws a ticket: tickets
+    below NPREP prepare slot t // HV of head t % HV and then set its flag to E + 1; the others run
+    a chain, which first waits for the flags of its sequence's chunks. A CTA only waits for
+    CTAs that drew smaller tickets, so these are resident or done: no deadlock, whatever order
+    the hardware starts CTAs in. The last CTA to finish zeroes the counters and stores E + 1, so
+    the next call waits for E + 2 and flags left by this call never satisfy it; no host state,
+    so a captured CUDA graph replays correctly too.
+    """
+    want = tl.atomic_add(sync_ptr + 2, 0) + 1
+    t = tl.atomic_add(sync_ptr, 1)
+    if t < NPREP:
+        _prep_slot(t // NHV, t % NHV, q_ptr, k_ptr, alog_ptr, a_ptr, dtb_ptr, b_ptr, cu_ptr,
+                   ws_ptr, wp_ptr, N, WS_P, C, SB, LOG2NB, SCAN, NP2, PREC_QK, PREC_T, NHV,
+                   NHK, DK)
+        tl.debug_barrier()      # every thread's workspace stores before the releasing flag store
+        tl.atomic_xchg(sync_ptr + 3 + t, want, sem="release")
+    else:
+        u = t - NPREP           # ALGO 2 below is ALGO_CHUNK_WS (a jit function reads no globals)
+        _chain(u % NVB, u // NVB, q_ptr, k_ptr, v_ptr, s_ptr, alog_ptr, a_ptr, dtb_ptr, b_ptr,
+               cu_ptr, o_ptr, ns_ptr, ws_ptr, wp_ptr, sync_ptr, want, scale, N, NP2, LPT, True,
+               2, WS_P, C, BV, SB, LOG2NB, SCAN, HAS_STATE, PREC_QK, PREC_T,
+               PREC_S, PREC_Q, PREC_O, NHV, NHK, DK, INTERP)
+    total = NPREP + NVB * N * NHV
+    if tl.atomic_add(sync_ptr + 1, 1) == total - 1:
+        tl.atomic_xchg(sync_ptr, 0)
+        tl.atomic_xchg(sync_ptr + 1, 0)
+        tl.atomic_xchg(sync_ptr + 2, want)
 
 
 # --------------------------------------------------------------------------------------------
@@ -495,14 +585,15 @@ _WORKSPACES = {}
 _BIND_FIRST = True
 
 
-def _workspace(name, numel, dtype, device):
-    """A workspace of the two-launch path (Tm, P), kept between calls (grown when a call needs more): no
-    allocation in the call. Every slot a launch reads was written by an earlier launch of the same call,
-    so what a previous call left there is never read. Calls are assumed to run on one stream at a time."""
+def _workspace(name, numel, dtype, device, zero=False):
+    """A workspace of the two-launch path (Tm, P; the fused variant's sync words, zeroed when made),
+    kept between calls (grown when a call needs more): no allocation in the call. Every slot a launch
+    reads was written by an earlier launch (or role) of the same call, so what a previous call left
+    there is never read. Calls are assumed to run on one stream at a time."""
     key = (name, str(device), dtype)
     buf = _WORKSPACES.get(key)
     if buf is None or buf.numel() < numel:
-        buf = torch.empty((numel,), dtype=dtype, device=device)
+        buf = (torch.zeros if zero else torch.empty)((numel,), dtype=dtype, device=device)
         _WORKSPACES[key] = buf
     return buf[:numel]
 
@@ -547,20 +638,32 @@ def _launch(algo, q, k, v, state, A_log, a, dt_bias, b, cu_seqlens, scale, outpu
         if ws_p:
             wp = _workspace("p", nslot * HV * C * C, torch.bfloat16, q.device)
     np2 = max(2, triton.next_power_of_2(N))
+    lpt = cfg.get("lpt", N >= _LPT_MIN_N)
+    chain_opts = dict(num_warps=cfg.get("num_warps", 4), num_stages=cfg.get("num_stages", 2))
     launches = []   # (jit function, grid, every argument by name, launch options)
-    if use_ws:
+    if use_ws and cfg.get("fused", False):
+        nvb = D // BV
+        sync = _workspace("sync", 3 + nslot * HV, torch.int32, q.device, zero=True)
+        launches.append((_gdn_fused_kernel, (nslot * HV + nvb * N * HV, 1, 1), dict(
+            q_ptr=q, k_ptr=k, v_ptr=v, s_ptr=s_arg, alog_ptr=A_log, a_ptr=a, dtb_ptr=dt_bias,
+            b_ptr=b, cu_ptr=cu_seqlens, o_ptr=output, ns_ptr=new_state, ws_ptr=ws, wp_ptr=wp,
+            sync_ptr=sync, scale=scale, N=N, NPREP=nslot * HV, NVB=nvb, NP2=np2, LPT=lpt,
+            WS_P=ws_p, C=C, BV=BV, SB=SB, LOG2NB=log2nb, SCAN=scan, HAS_STATE=has_state,
+            NHV=HV, NHK=HK, DK=D, INTERP=not on_gpu, **p), chain_opts))
+    elif use_ws:
         launches.append((_gdn_prep_kernel, (nslot, HV, 1), dict(
             q_ptr=q, k_ptr=k, alog_ptr=A_log, a_ptr=a, dtb_ptr=dt_bias, b_ptr=b, cu_ptr=cu_seqlens,
             ws_ptr=ws, wp_ptr=wp, N=N, WS_P=ws_p, C=C, SB=SB, LOG2NB=log2nb, SCAN=scan,
             NP2=np2, PREC_QK=p["PREC_QK"], PREC_T=p["PREC_T"],
             NHV=HV, NHK=HK, DK=D), dict(num_warps=cfg.get("prep_warps", 4), num_stages=1)))
         algo = ALGO_CHUNK_WS
-    launches.append((_gdn_prefill_kernel, (D // BV, N * HV, 1), dict(
-        q_ptr=q, k_ptr=k, v_ptr=v, s_ptr=s_arg, alog_ptr=A_log, a_ptr=a, dtb_ptr=dt_bias, b_ptr=b,
-        cu_ptr=cu_seqlens, o_ptr=output, ns_ptr=new_state, ws_ptr=ws, wp_ptr=wp, scale=scale,
-        N=N, NP2=np2, LPT=cfg.get("lpt", N >= _LPT_MIN_N), ALGO=algo, WS_P=ws_p, C=C, BV=BV, SB=SB, LOG2NB=log2nb, SCAN=scan, HAS_STATE=has_state,
-        NHV=HV, NHK=HK, DK=D, INTERP=not on_gpu, **p),
-        dict(num_warps=cfg.get("num_warps", 4), num_stages=cfg.get("num_stages", 2))))
+    if not launches or launches[0][0] is _gdn_prep_kernel:
+        launches.append((_gdn_prefill_kernel, (D // BV, N * HV, 1), dict(
+            q_ptr=q, k_ptr=k, v_ptr=v, s_ptr=s_arg, alog_ptr=A_log, a_ptr=a, dtb_ptr=dt_bias,
+            b_ptr=b, cu_ptr=cu_seqlens, o_ptr=output, ns_ptr=new_state, ws_ptr=ws, wp_ptr=wp,
+            scale=scale, N=N, NP2=np2, LPT=lpt, ALGO=algo, WS_P=ws_p, C=C, BV=BV, SB=SB,
+            LOG2NB=log2nb, SCAN=scan, HAS_STATE=has_state, NHV=HV, NHK=HK, DK=D,
+            INTERP=not on_gpu, **p), chain_opts))
     if not on_gpu:
         for fn, grid, args, opts in launches:
             fn[grid](**args, **opts)
