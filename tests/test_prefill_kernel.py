@@ -161,6 +161,13 @@ def test_fused_variant_and_its_sync_words():
     assert (sync[3:3 + nslot * 8] == int(sync[2])).all(), "every (slot, head) flag holds this call's epoch"
 
 
+def test_bound_launch_only_where_triton_hands_constexprs_to_the_launcher():
+    # 3.3 changed what a compiled kernel's launcher takes; older Triton must use the plain launch path
+    assert pk._triton_passes_constexprs("3.6.0") and pk._triton_passes_constexprs("3.3.1+git1234")
+    assert pk._triton_passes_constexprs("4.0.0")
+    assert not pk._triton_passes_constexprs("3.2.0") and not pk._triton_passes_constexprs("2.3.1")
+
+
 def test_launch_table():
     assert not pk._pick(6, 1).get("ws") and pk._pick(255, 3)["C"] == 32
     assert pk._pick(256, 1) is pk._TWO_LAUNCH_CFG and pk._pick(8192, 15) is pk._TWO_LAUNCH_CFG

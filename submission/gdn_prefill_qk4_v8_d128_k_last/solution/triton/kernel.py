@@ -55,6 +55,7 @@ constexprs below.
 """
 import math
 import os
+import re
 
 import torch
 import triton
@@ -585,6 +586,16 @@ _WORKSPACES = {}
 _BIND_FIRST = True
 
 
+def _triton_passes_constexprs(version):
+    """Triton >= 3.3 hands a compiled kernel's launcher every argument, constexprs included (what the
+    bound-first launch below does); earlier versions hand it the non-constexpr ones only, so there the
+    plain launch path is used: correct, with the host time between the two launches."""
+    return tuple(int(x) for x in re.findall(r"\d+", version)[:2]) >= (3, 3)
+
+
+_LAUNCH_BOUND = _triton_passes_constexprs(triton.__version__)
+
+
 def _workspace(name, numel, dtype, device, zero=False):
     """A workspace of the two-launch path (Tm, P; the fused variant's sync words, zeroed when made),
     kept between calls (grown when a call needs more): no allocation in the call. Every slot a launch
@@ -678,7 +689,7 @@ def _launch(algo, q, k, v, state, A_log, a, dt_bias, b, cu_seqlens, scale, outpu
         # kernels, not before its first. Triton's full launch path between prep and chain left a
         # gap of ~25 us (H200, Triton 3.6), more than the prep's GPU time below ~2000 tokens.
         compiled = [fn.warmup(grid=grid, **args, **opts) for fn, grid, args, opts in launches]
-        if not _BIND_FIRST:    # Triton's plain launch path, kept for the sweeps that measure the gap
+        if not (_BIND_FIRST and _LAUNCH_BOUND):   # the plain path (sweeps measure the gap with it)
             compiled = [fn[grid](**args, **opts) for fn, grid, args, opts in launches]
         else:
             for ck, (fn, grid, args, _) in zip(compiled, launches):
