@@ -73,14 +73,20 @@ def test_merge_appends_what_each_copy_added_and_unions_the_reference_cache(tmp_p
     assert json.loads((out / "reference_latency.json").read_text()) == {"k1": 1.0, "k2": 2.0, "k3": 3.0}
 
 
-def test_merge_drops_a_partial_last_line_left_in_the_results_folder(tmp_path):
+def _folder_and_copy_with_a_run(tmp_path):
+    """A results folder and a shard copy of it that appended one run line."""
     out = _folder(tmp_path / "out")
     shard = tmp_path / "s0"
     shutil.copytree(out, shard)
-    with open(out / "runs.jsonl", "a") as f:
-        f.write('{"run": "killed mid-li')
     with open(shard / "runs.jsonl", "a") as f:
         f.write('{"run": 1}\n')
+    return out, shard
+
+
+def test_merge_drops_a_partial_last_line_left_in_the_results_folder(tmp_path):
+    out, shard = _folder_and_copy_with_a_run(tmp_path)
+    with open(out / "runs.jsonl", "a") as f:
+        f.write('{"run": "killed mid-li')
     assert merge(out, [shard]) == {"runs.jsonl": 1}
     assert (out / "runs.jsonl").read_text() == '{"run": 0}\n{"run": 1}\n'
 
@@ -88,11 +94,7 @@ def test_merge_drops_a_partial_last_line_left_in_the_results_folder(tmp_path):
 def test_merge_names_a_damaged_reference_cache_and_writes_nothing(tmp_path):
     from harness.jsonio import DataError
 
-    out = _folder(tmp_path / "out")
-    shard = tmp_path / "s0"
-    shutil.copytree(out, shard)
-    with open(shard / "runs.jsonl", "a") as f:
-        f.write('{"run": 1}\n')
+    out, shard = _folder_and_copy_with_a_run(tmp_path)
     (shard / "reference_latency.json").write_text('{"k1": 1.0, "k2"')
     with pytest.raises(DataError, match="s0/reference_latency.json: not valid JSON"):
         merge(out, [shard])
