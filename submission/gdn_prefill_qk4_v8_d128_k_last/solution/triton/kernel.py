@@ -41,10 +41,9 @@ I/O and output stores are shared:
     ALGO_RECURRENT token-by-token register-resident recurrence, no tensor cores (the ablation:
                    `kernel_recurrent`)
 A launch config with "fused" runs ALGO_CHUNK_WS's two launches as two roles of one launch
-(_gdn_fused_kernel: tickets, per-chunk flags, spin-waits). It is correct on the CPU interpreter
-and NOT YET MEASURED on a GPU, so no table row uses it.
-`kernel` picks ALGO_CHUNK (one launch) or ALGO_CHUNK_WS (two launches) from the launch table
-below (measured on an H200: two launches win from ~256 tokens on); `kernel_recurrent` runs the
+(_gdn_fused_kernel: tickets, per-chunk flags, spin-waits): no host time between the roles.
+`kernel` picks ALGO_CHUNK (one launch), the fused launch or ALGO_CHUNK_WS (two launches) from the
+launch table below (measured on an H200); `kernel_recurrent` runs the
 ablation through the same launcher. Both launches of the two-launch path are bound (and
 compiled if new) before the first is issued, so only the bare driver launch of the second sits
 between them (the official timer charges host time between a call's kernels).
@@ -447,8 +446,8 @@ def _gdn_fused_kernel(
     PREC_O: tl.constexpr, NHV: tl.constexpr, NHK: tl.constexpr, DK: tl.constexpr,
     INTERP: tl.constexpr,
 ):
-    """Both roles of the two-launch variant in one launch (UNMEASURED; cfg "fused"): no host time
-    between the roles, and chains can start while later chunks are still being prepared.
+    """Both roles of the two-launch variant in one launch (cfg "fused"): no host time between the
+    roles, and chains can start while later chunks are still being prepared.
 
     sync (int32, zeroed when allocated): [0] ticket counter, [1] done counter, [2] epoch E,
     [3 + slot * HV + h] the flag of a prepared (slot, head). Each CTA draws a ticket: tickets
@@ -489,8 +488,10 @@ def _gdn_fused_kernel(
 # max abs err ~1e-3, state ~1e-3 up to T = 8192, N = 57 and a 5258-token sequence) and timed on
 # all 100 workload shapes (stand-in cu_seqlens, cold L2, GPU time of the call, median of 5):
 #   T <  256: one launch, C=32, BV=32     (fastest below ~256 tokens: ~11 us for one chunk,
-#             +~6.5 us per further 32-token chunk of the longest sequence)
-#   T >= 256: two launches (ws): Tm and P of every (chunk, head) in parallel first, then the
+#             +~6.5 us per further 32-token chunk of the longest sequence), except N = 1 from
+#             96 tokens on (one sequence: its serial chunks are the whole call): fused, below
+#   256 <= T < 3000: fused (the two launches' roles in one launch, BV=16, 3 stages)
+#   T >= 3000: two launches (ws): Tm and P of every (chunk, head) in parallel first, then the
 #             serial per-sequence chain; BV=16 with 3 stages (N <= 15: few sequences, so more
 #             V slices) or BV=32 (N >= 16)
 #   one-launch C=32/BV=32 on everything: 133.9 us mean (earlier sweep).
@@ -545,17 +546,28 @@ def _gdn_fused_kernel(
 #     (181-233) (results/h200 traces), on a lent H200 with a slower host: FlashInfer 564 us there
 #     against 394 in the 6f75c14 pass, and our two-launch rows below T = 2048 (same code) 81.6
 #     against 71.8 us: the second launch still costs a few microseconds of host time.
+# Round 5 (results/h200/logs/prefill_sweep_r5.json, the same method; the table of 41b0342 twice
+# and the fused launch with BV=16 / BV=32 from T = 64 on, interleaved): fused BV16 against the
+# table, us: T 97-134 N = 1 24-27 vs 29-36; 294-401 39-43 vs 55-62; 1592-2107 78-124 vs 91-145;
+# T < 96 (N = 1: +2; N = 2-3 with chunks of <= 96 tokens: +7..10, one launch stays there),
+# 3028/5 and 3271/2 +17..30, T = 8192 +90 (BV32 +15): the prep tickets come first, so fused
+# chains likely start no earlier there, and then spin. Table mean 70.3 -> 68.2 us with fused for
+# 256 <= T < 3000 and N = 1 from T = 96 (rows below).
 # Offline ptxas (sm_90, 4 warps; cuobjdump -res-usage): the chain kernel takes 236-255 registers
 # per thread, so at most 2 CTAs (8 warps) per SM: a latency-bound chain with little to hide it.
 # The one-launch config spills 160 B, the BV=64 one 480 B; capping registers (maxnreg 168 / 128)
 # spills 176-496 B; 8 warps still take 255. Cutting live state is the lead for the next tuning.
-# B200 (148 SMs, sm_100a): UNMEASURED. The thresholds (256 tokens, N = 16) and the V splits
+# B200 (148 SMs, sm_100a): UNMEASURED. The thresholds (96, 256, 3000 tokens, N = 16) and the V splits
 # come from H200 timings only; every entry is correct on any GPU (same code, mma.sync path).
 _ONE_LAUNCH_CFG = dict(C=32, BV=32, SB=16, num_warps=4, num_stages=2)
 _TWO_LAUNCH_CFG = dict(C=64, BV=16, SB=16, num_warps=4, num_stages=3, ws=True, ws_p=True)
 _TWO_LAUNCH_WIDE_CFG = dict(C=64, BV=32, SB=16, num_warps=4, num_stages=2, ws=True, ws_p=True)
+_FUSED_CFG = dict(_TWO_LAUNCH_CFG, fused=True)
 _LAUNCH_TABLE = [
+    (95, None, _ONE_LAUNCH_CFG),
+    (2999, 1, _FUSED_CFG),
     (255, None, _ONE_LAUNCH_CFG),
+    (2999, None, _FUSED_CFG),
     (None, 15, _TWO_LAUNCH_CFG),
     (None, None, _TWO_LAUNCH_WIDE_CFG),
 ]
