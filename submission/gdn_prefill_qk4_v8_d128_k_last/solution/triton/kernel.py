@@ -553,6 +553,11 @@ def _gdn_fused_kernel(
 # 3028/5 and 3271/2 +17..30, T = 8192 +90 (BV32 +15): the prep tickets come first, so fused
 # chains likely start no earlier there, and then spin. Table mean 70.3 -> 68.2 us with fused for
 # 256 <= T < 3000 and N = 1 from T = 96 (rows below).
+# Round 6 (logs/prefill_sweep_r6.json, the 25 calls with T >= 2000): one bf16 dot instead of bf16
+# hi + lo for the state contractions (K H, K^T X): 182.2 -> 169.3 us, state max error 0.0011 ->
+# 0.0046; bf16 instead of tf32 for the Tm merges and Tm R: 173.6 us, state error 0.0037. Not
+# adopted: ~7 % is not worth 4x less margin to the official 0.01 tolerance (FlashInfer's prefill
+# fails it by one state element on 2 stand-in workloads at 0.013).
 # Offline ptxas (sm_90, 4 warps; cuobjdump -res-usage): the chain kernel takes 236-255 registers
 # per thread, so at most 2 CTAs (8 warps) per SM: a latency-bound chain with little to hide it.
 # The one-launch config spills 160 B, the BV=64 one 480 B; capping registers (maxnreg 168 / 128)
