@@ -4,7 +4,7 @@
 # Run from the repo root on the GPU host, gpu-kit on PYTHONPATH: ROUND=r5 OUT=<folder> python3 <this file>.
 # Rounds 1-4 (logs/prefill_sweep_r{1..4}.json, session 12) ran earlier candidate lists with the same
 # method; each JSON records every candidate's cfg and prec. In r5, "table-a/b" was the launch table of
-# 41b0342 (one launch below T = 256, two launches above); r6 runs the table of the commit it ran at.
+# 41b0342 (one launch below T = 256, two launches above); r6 and r7 ran the table of their commit.
 # "plainlaunch" candidates use Triton's plain launch path for both launches (K._BIND_FIRST).
 import json, os, statistics, sys, time, traceback
 import torch
@@ -37,8 +37,14 @@ ROUNDS = {  # name, cfg (or a function of the workload), prec, min_T, max_T
         ("bf16-state", lambda w: K._pick(w["T"], w["N"]), dict(PREC_S=K.P_BF16), 2000, BIG),
         ("bf16-T", lambda w: K._pick(w["T"], w["N"]), dict(PREC_T=K.P_BF16), 2000, BIG),
     ],
+    "r7": [  # the fused launch with tickets sequence by sequence (order 1) against the table of 0f4f189
+        ("table-a", lambda w: K._pick(w["T"], w["N"]), None, 0, BIG),
+        ("o1-BV16", dict(K._TWO_LAUNCH_CFG, fused=True, order=1), None, 64, BIG),
+        ("o1-BV32", dict(K._TWO_LAUNCH_WIDE_CFG, fused=True, order=1), None, 64, BIG),
+        ("table-b", lambda w: K._pick(w["T"], w["N"]), None, 0, BIG),
+    ],
 }
-CANDS = ROUNDS[os.environ.get("ROUND", "r6")]
+CANDS = ROUNDS[os.environ.get("ROUND", "r7")]
 if os.environ.get("CANDS"):
     CANDS = [c for c in CANDS if c[0] in os.environ["CANDS"].split(",")]
 
@@ -111,7 +117,7 @@ for name, cfg, prec, tmin, tmax in CANDS:
     print(f"{name}: {len(per)} wl, mean {statistics.mean(per.values()) if per else 0:.1f} us, regs "
           f"{res.get('regs')} spills {res.get('spills')} smem {res.get('shared')}, fails {fails}, max err out/state {emax}, "
           f"{res['wall_s']} s {res.get('error', '')}", flush=True)
-    json.dump(dict(workloads=wls, results=results), open(f"{OUT}/prefill_sweep_{os.environ.get('ROUND', 'r6')}.json", "w"))
+    json.dump(dict(workloads=wls, results=results), open(f"{OUT}/prefill_sweep_{os.environ.get('ROUND', 'r7')}.json", "w"))
 
 # summary: per T bucket, mean of each candidate over the workloads it ran, and the per-workload oracle
 def bucket(T):
