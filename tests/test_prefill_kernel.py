@@ -145,34 +145,20 @@ def test_sequences_launched_longest_first_with_ties_and_padding():
     run_and_check(pk.kernel, [0, 1, 4, 17, 18, 30, 31, 44, 50, 60], seed=5)
 
 
-@pytest.mark.parametrize("order", [0, 1])
-def test_fused_variant_and_its_sync_words(order):
-    # both roles in one launch (cfg "fused"; order 0: every prep ticket first, 1: sequence by
-    # sequence): correct, and each call leaves the counters at 0 and the epoch one higher, so the
-    # next call waits for fresh flags
-    cfg = dict(pk._TWO_LAUNCH_CFG, fused=True, order=order)
+def test_fused_variant_and_its_sync_words():
+    # both roles in one launch (cfg "fused"): correct, and each call
+    # leaves the counters at 0 and the epoch one higher, so the next call waits for fresh flags
+    cfg = dict(pk._TWO_LAUNCH_CFG, fused=True)
     fn = lambda *a: pk._launch(pk.ALGO_CHUNK, *a, cfg=cfg)  # noqa: E731
     run_and_check(fn, [0, 17, 18, 150, 300], seed=3, out_atol=2e-3)
     sync_words = lambda: next(b for key, b in pk._WORKSPACES.items() if key[0] == "sync")  # noqa: E731
     before = int(sync_words()[2])
-    cu = [0, 10, 20, 25, 35, 36, 100, 101, 170]      # 9 seqs: longest first; the last one has 2 chunks
-    run_and_check(fn, cu, seed=4, out_atol=2e-3)
+    run_and_check(fn, [0, 10, 20, 25, 35, 36, 100, 101, 170], seed=4, out_atol=2e-3)  # 9 seqs: longest first
     sync = sync_words().cpu()
     nslot = 170 // 64 + 9 + 1
     assert sync[:2].tolist() == [0, 0]
     assert int(sync[2]) in (before + 1, 1)          # 1 when the call had to grow (and zero) the words
-    flags = sync[3:3 + nslot * 8].view(nslot, 8)
-    real = [bos // 64 + n + j for n, (bos, eos) in enumerate(zip(cu, cu[1:])) for j in range((eos - bos + 63) // 64)]
-    assert (flags[real] == int(sync[2])).all(), "every chunk's flags hold this call's epoch"
-    if order == 1:   # only real chunks are prepared: the grid's spare tickets do nothing
-        assert (flags[[i for i in range(nslot) if i not in real]] != int(sync[2])).all()
-
-
-def test_fused_order_1_with_empty_sequences():
-    # zero-length sequences still own chain tickets (their new state is the old one) and no prep ticket
-    cfg = dict(pk._TWO_LAUNCH_CFG, fused=True, order=1, lpt=True)
-    run_and_check(lambda *a: pk._launch(pk.ALGO_CHUNK, *a, cfg=cfg) and None, [0, 0, 70, 70, 200],
-                  seed=3, out_atol=2e-3)
+    assert (sync[3:3 + nslot * 8] == int(sync[2])).all(), "every (slot, head) flag holds this call's epoch"
 
 
 def test_bound_launch_only_where_triton_hands_constexprs_to_the_launcher():
@@ -244,7 +230,6 @@ def test_gpu_fused_variant(cu):
     # the fused variant's roles really run concurrently here (the interpreter runs CTAs one by one);
     # twice, so the second call must wait for its own epoch's flags
     for cfg in (pk._TWO_LAUNCH_CFG, pk._TWO_LAUNCH_WIDE_CFG):
-        for order in (0, 1):
-            fn = lambda *a, c=dict(cfg, fused=True, order=order): pk._launch(pk.ALGO_CHUNK, *a, cfg=c) and None  # noqa: E731
-            for seed in (11, 12):
-                run_and_check(fn, cu, seed=seed, out_atol=2e-3)
+        fn = lambda *a, cfg=cfg: pk._launch(pk.ALGO_CHUNK, *a, cfg=dict(cfg, fused=True)) and None  # noqa: E731
+        for seed in (11, 12):
+            run_and_check(fn, cu, seed=seed, out_atol=2e-3)

@@ -37,7 +37,8 @@ ROUNDS = {  # name, cfg (or a function of the workload), prec, min_T, max_T
         ("bf16-state", lambda w: K._pick(w["T"], w["N"]), dict(PREC_S=K.P_BF16), 2000, BIG),
         ("bf16-T", lambda w: K._pick(w["T"], w["N"]), dict(PREC_T=K.P_BF16), 2000, BIG),
     ],
-    "r7": [  # the fused launch with tickets sequence by sequence (order 1) against the table of 0f4f189
+    "r7": [  # the fused launch with tickets sequence by sequence (order 1; at bad5766, removed after this
+             # round: it lost) against the table of 0f4f189
         ("table-a", lambda w: K._pick(w["T"], w["N"]), None, 0, BIG),
         ("o1-BV16", dict(K._TWO_LAUNCH_CFG, fused=True, order=1), None, 64, BIG),
         ("o1-BV32", dict(K._TWO_LAUNCH_WIDE_CFG, fused=True, order=1), None, 64, BIG),

@@ -293,42 +293,6 @@ def _longest_first(cu_ptr, r, N, NP2: tl.constexpr):
 
 
 @triton.jit
-def _seq_head(pid_nh, cu_ptr, N, LPT: tl.constexpr, NP2: tl.constexpr, NHV: tl.constexpr):
-    """(sequence, head) of chain number pid_nh: heads of one sequence adjacent, sequences in index
-    order or (LPT) longest first."""
-    if LPT:
-        n = _longest_first(cu_ptr, pid_nh // NHV, N, NP2)
-    else:
-        n = pid_nh // NHV
-    return n, pid_nh % NHV
-
-
-@triton.jit
-def _ticket_role(t, cu_ptr, N, NVB, LPT: tl.constexpr, NP2: tl.constexpr, C: tl.constexpr,
-                 NHV: tl.constexpr):
-    """Fused launch, ORDER 1: tickets run sequence after sequence (longest first under LPT), each
-    sequence as its nch * HV prep tickets, then its NVB * HV chain tickets. Returns the ticket's
-    sequence n, its index `local` inside that sequence's block and the sequence's chunk count;
-    local < 0 for tickets past the last block (the grid is an upper bound the host computes
-    without reading cu_seqlens)."""
-    i = tl.arange(0, NP2)
-    m = i < N
-    ln = tl.load(cu_ptr + i + 1, mask=m, other=0).to(tl.int32) - tl.load(cu_ptr + i, mask=m, other=0).to(tl.int32)
-    nch = tl.where(m, (ln + C - 1) // C, 0)
-    blk = tl.where(m, (nch + NVB) * NHV, 0)
-    if LPT:   # before[a, b]: sequence b's block comes before sequence a's
-        before = (ln[None, :] > ln[:, None]) | ((ln[None, :] == ln[:, None]) & (i[None, :] < i[:, None]))
-    else:
-        before = i[None, :] < i[:, None]
-    off = tl.sum(tl.where(before & m[None, :], blk[None, :], 0), axis=1)
-    mine = m & (off <= t) & (t < off + blk)
-    found = tl.sum(mine.to(tl.int32), axis=0)
-    n = tl.sum(tl.where(mine, i, 0), axis=0)
-    local = tl.where(found > 0, t - tl.sum(tl.where(mine, off, 0), axis=0), -1)
-    return n, local, tl.sum(tl.where(mine, nch, 0), axis=0)
-
-
-@triton.jit
 def _wait_chunks(sync_ptr, first, nch, h, want, NHV: tl.constexpr):
     """Fused variant: spin until the prep role has published chunks [first, first + nch) of head h
     (their flags hold `want`). The acquiring atomics order this CTA's later workspace loads after
@@ -347,15 +311,20 @@ def _wait_chunks(sync_ptr, first, nch, h, want, NHV: tl.constexpr):
 
 
 @triton.jit
-def _chain(pid_v, n, h, q_ptr, k_ptr, v_ptr, s_ptr, alog_ptr, a_ptr, dtb_ptr, b_ptr, cu_ptr,
-           o_ptr, ns_ptr, ws_ptr, wp_ptr, sync_ptr, want, scale,
-           WAIT: tl.constexpr, ALGO: tl.constexpr, WS_P: tl.constexpr,
+def _chain(pid_v, pid_nh, q_ptr, k_ptr, v_ptr, s_ptr, alog_ptr, a_ptr, dtb_ptr, b_ptr, cu_ptr,
+           o_ptr, ns_ptr, ws_ptr, wp_ptr, sync_ptr, want, scale, N, NP2: tl.constexpr,
+           LPT: tl.constexpr, WAIT: tl.constexpr, ALGO: tl.constexpr, WS_P: tl.constexpr,
            C: tl.constexpr, BV: tl.constexpr, SB: tl.constexpr, LOG2NB: tl.constexpr,
            SCAN: tl.constexpr, HAS_STATE: tl.constexpr, PREC_QK: tl.constexpr,
            PREC_T: tl.constexpr, PREC_S: tl.constexpr, PREC_Q: tl.constexpr,
            PREC_O: tl.constexpr, NHV: tl.constexpr, NHK: tl.constexpr, DK: tl.constexpr,
            INTERP: tl.constexpr):
-    """One CTA's serial walk over the chunks of sequence n, head h, value slice pid_v."""
+    """One CTA's serial walk over the chunks of its (sequence, head, value slice)."""
+    h = pid_nh % NHV
+    if LPT:
+        n = _longest_first(cu_ptr, pid_nh // NHV, N, NP2)
+    else:
+        n = pid_nh // NHV
     hq = h // (NHV // NHK)
     v0 = pid_v * BV
     bos = tl.load(cu_ptr + n).to(tl.int32)
@@ -447,9 +416,8 @@ def _gdn_prefill_kernel(
     INTERP: tl.constexpr,
 ):
     """The chain: grid (value slices, N * HV), slices of one head adjacent (they share q/k)."""
-    n, h = _seq_head(tl.program_id(1), cu_ptr, N, LPT, NP2, NHV)
-    _chain(tl.program_id(0), n, h, q_ptr, k_ptr, v_ptr, s_ptr, alog_ptr, a_ptr,
-           dtb_ptr, b_ptr, cu_ptr, o_ptr, ns_ptr, ws_ptr, wp_ptr, ws_ptr, 0, scale,
+    _chain(tl.program_id(0), tl.program_id(1), q_ptr, k_ptr, v_ptr, s_ptr, alog_ptr, a_ptr,
+           dtb_ptr, b_ptr, cu_ptr, o_ptr, ns_ptr, ws_ptr, wp_ptr, ws_ptr, 0, scale, N, NP2, LPT,
            False, ALGO, WS_P, C, BV, SB, LOG2NB, SCAN, HAS_STATE, PREC_QK, PREC_T, PREC_S,
            PREC_Q, PREC_O, NHV, NHK, DK, INTERP)
 
@@ -472,8 +440,8 @@ def _gdn_prep_kernel(
 def _gdn_fused_kernel(
     q_ptr, k_ptr, v_ptr, s_ptr, alog_ptr, a_ptr, dtb_ptr, b_ptr, cu_ptr, o_ptr, ns_ptr, ws_ptr,
     wp_ptr, sync_ptr, scale, N, NPREP, NVB, NP2: tl.constexpr, LPT: tl.constexpr,
-    ORDER: tl.constexpr, WS_P: tl.constexpr, C: tl.constexpr, BV: tl.constexpr,
-    SB: tl.constexpr, LOG2NB: tl.constexpr, SCAN: tl.constexpr, HAS_STATE: tl.constexpr,
+    WS_P: tl.constexpr, C: tl.constexpr, BV: tl.constexpr, SB: tl.constexpr,
+    LOG2NB: tl.constexpr, SCAN: tl.constexpr, HAS_STATE: tl.constexpr,
     PREC_QK: tl.constexpr, PREC_T: tl.constexpr, PREC_S: tl.constexpr, PREC_Q: tl.constexpr,
     PREC_O: tl.constexpr, NHV: tl.constexpr, NHK: tl.constexpr, DK: tl.constexpr,
     INTERP: tl.constexpr,
@@ -482,48 +450,30 @@ def _gdn_fused_kernel(
     roles, and chains can start while later chunks are still being prepared.
 
     sync (int32, zeroed when allocated): [0] ticket counter, [1] done counter, [2] epoch E,
-    [3 + slot * HV + h] the flag of a prepared (slot, head). Each CTA draws a ticket t. ORDER 0:
-    tickets below NPREP prepare slot t // HV of head t % HV, the others run the chains (in
-    _seq_head order). ORDER 1 (_ticket_role): sequence after sequence, its preps then its chains,
-    so a long sequence's chain starts once its own chunks are prepared. A prep sets its flag to
-    E + 1; a chain first waits for the flags of its sequence's chunks. A CTA only waits for CTAs
-    that drew smaller tickets, so these are resident or done: no deadlock, whatever order the
-    hardware starts CTAs in. The last CTA to finish zeroes the counters and stores E + 1, so the
-    next call waits for E + 2 and flags left by this call never satisfy it; no host state, so a
-    captured CUDA graph replays correctly too.
+    [3 + slot * HV + h] the flag of a prepared (slot, head). Each CTA draws a ticket: tickets
+    below NPREP prepare slot t // HV of head t % HV and then set its flag to E + 1; the others run
+    a chain, which first waits for the flags of its sequence's chunks. A CTA only waits for
+    CTAs that drew smaller tickets, so these are resident or done: no deadlock, whatever order
+    the hardware starts CTAs in. The last CTA to finish zeroes the counters and stores E + 1, so
+    the next call waits for E + 2 and flags left by this call never satisfy it; no host state,
+    so a captured CUDA graph replays correctly too.
     """
     want = tl.atomic_add(sync_ptr + 2, 0) + 1
     t = tl.atomic_add(sync_ptr, 1)
-    if ORDER == 0:
-        is_prep = t < NPREP
-        slot = t // NHV
-        h = t % NHV
-        u = t - NPREP
-        n = t * 0               # set in the chain branch below (the prep role never needs it)
-        hc = n
-        run = True
+    if t < NPREP:
+        _prep_slot(t // NHV, t % NHV, q_ptr, k_ptr, alog_ptr, a_ptr, dtb_ptr, b_ptr, cu_ptr,
+                   ws_ptr, wp_ptr, N, WS_P, C, SB, LOG2NB, SCAN, NP2, PREC_QK, PREC_T, NHV,
+                   NHK, DK)
+        tl.debug_barrier()      # every thread's workspace stores before the releasing flag store
+        tl.atomic_xchg(sync_ptr + 3 + t, want, sem="release")
     else:
-        n, local, nch = _ticket_role(t, cu_ptr, N, NVB, LPT, NP2, C, NHV)
-        is_prep = local < nch * NHV
-        slot = tl.load(cu_ptr + n).to(tl.int32) // C + n + local // NHV
-        h = local % NHV
-        u = local - nch * NHV
-        hc = u // NVB
-        run = local >= 0
-    if run:
-        if is_prep:
-            _prep_slot(slot, h, q_ptr, k_ptr, alog_ptr, a_ptr, dtb_ptr, b_ptr, cu_ptr, ws_ptr,
-                       wp_ptr, N, WS_P, C, SB, LOG2NB, SCAN, NP2, PREC_QK, PREC_T, NHV, NHK, DK)
-            tl.debug_barrier()      # every thread's workspace stores before the releasing flag store
-            tl.atomic_xchg(sync_ptr + 3 + slot * NHV + h, want, sem="release")
-        else:   # ALGO 2 below is ALGO_CHUNK_WS (a jit function reads no globals)
-            if ORDER == 0:
-                n, hc = _seq_head(u // NVB, cu_ptr, N, LPT, NP2, NHV)
-            _chain(u % NVB, n, hc, q_ptr, k_ptr, v_ptr, s_ptr, alog_ptr, a_ptr, dtb_ptr, b_ptr,
-                   cu_ptr, o_ptr, ns_ptr, ws_ptr, wp_ptr, sync_ptr, want, scale, True,
-                   2, WS_P, C, BV, SB, LOG2NB, SCAN, HAS_STATE, PREC_QK, PREC_T,
-                   PREC_S, PREC_Q, PREC_O, NHV, NHK, DK, INTERP)
-    if tl.atomic_add(sync_ptr + 1, 1) == tl.num_programs(0) - 1:
+        u = t - NPREP           # ALGO 2 below is ALGO_CHUNK_WS (a jit function reads no globals)
+        _chain(u % NVB, u // NVB, q_ptr, k_ptr, v_ptr, s_ptr, alog_ptr, a_ptr, dtb_ptr, b_ptr,
+               cu_ptr, o_ptr, ns_ptr, ws_ptr, wp_ptr, sync_ptr, want, scale, N, NP2, LPT, True,
+               2, WS_P, C, BV, SB, LOG2NB, SCAN, HAS_STATE, PREC_QK, PREC_T,
+               PREC_S, PREC_Q, PREC_O, NHV, NHK, DK, INTERP)
+    total = NPREP + NVB * N * NHV
+    if tl.atomic_add(sync_ptr + 1, 1) == total - 1:
         tl.atomic_xchg(sync_ptr, 0)
         tl.atomic_xchg(sync_ptr + 1, 0)
         tl.atomic_xchg(sync_ptr + 2, want)
@@ -603,6 +553,10 @@ def _gdn_fused_kernel(
 # 3028/5 and 3271/2 +17..30, T = 8192 +90 (BV32 +15): the prep tickets come first, so fused
 # chains likely start no earlier there, and then spin. Table mean 70.3 -> 68.2 us with fused for
 # 256 <= T < 3000 and N = 1 from T = 96 (rows below).
+# Round 7 (logs/prefill_sweep_r7.json, at bad5766): fused tickets sequence by sequence (a sequence's
+# preps, then its chains, longest first), so a long chain starts once its own chunks are ready:
+# much slower (T = 8192 265 us with BV32, 366 with BV16, against 204; T < 2048 82-95 vs 76),
+# likely because early chains spin in slots their sequences' later preps need. Removed.
 # Round 6 (logs/prefill_sweep_r6.json, the 25 calls with T >= 2000): one bf16 dot instead of bf16
 # hi + lo for the state contractions (K H, K^T X): 182.2 -> 169.3 us, state max error 0.0011 ->
 # 0.0046; bf16 instead of tf32 for the Tm merges and Tm R: 173.6 us, state error 0.0037. Not
@@ -727,7 +681,6 @@ def _launch(algo, q, k, v, state, A_log, a, dt_bias, b, cu_seqlens, scale, outpu
             q_ptr=q, k_ptr=k, v_ptr=v, s_ptr=s_arg, alog_ptr=A_log, a_ptr=a, dtb_ptr=dt_bias,
             b_ptr=b, cu_ptr=cu_seqlens, o_ptr=output, ns_ptr=new_state, ws_ptr=ws, wp_ptr=wp,
             sync_ptr=sync, scale=scale, N=N, NPREP=nslot * HV, NVB=nvb, NP2=np2, LPT=lpt,
-            ORDER=cfg.get("order", 0),
             WS_P=ws_p, C=C, BV=BV, SB=SB, LOG2NB=log2nb, SCAN=scan, HAS_STATE=has_state,
             NHV=HV, NHK=HK, DK=D, INTERP=not on_gpu, **p), chain_opts))
     elif use_ws:
