@@ -4,7 +4,7 @@
 # Run from the repo root on the GPU host, gpu-kit on PYTHONPATH: ROUND=r5 OUT=<folder> python3 <this file>.
 # Rounds 1-4 (logs/prefill_sweep_r{1..4}.json, session 12) ran earlier candidate lists with the same
 # method; each JSON records every candidate's cfg and prec. In r5, "table-a/b" was the launch table of
-# 41b0342 (one launch below T = 256, two launches above); r6 and r7 ran the table of their commit.
+# 41b0342 (one launch below T = 256, two launches above); r6 to r8 ran the table of their commit.
 # "plainlaunch" candidates use Triton's plain launch path for both launches (K._BIND_FIRST).
 import json, os, statistics, sys, time, traceback
 import torch
@@ -44,8 +44,17 @@ ROUNDS = {  # name, cfg (or a function of the workload), prec, min_T, max_T
         ("o1-BV32", dict(K._TWO_LAUNCH_WIDE_CFG, fused=True, order=1), None, 64, BIG),
         ("table-b", lambda w: K._pick(w["T"], w["N"]), None, 0, BIG),
     ],
+    "r8": [  # register caps (ptxas maxnreg) for the prep and the chain on the long calls: 255 registers
+             # give 2 CTAs per SM; 168 give 3 (offline ptxas: prep spills 168 B), 128 give 4 (472 B)
+        ("table-a", lambda w: K._pick(w["T"], w["N"]), None, 2000, BIG),
+        ("prep168", lambda w: dict(K._pick(w["T"], w["N"]), prep_maxnreg=168), None, 3000, BIG),
+        ("prep128", lambda w: dict(K._pick(w["T"], w["N"]), prep_maxnreg=128), None, 3000, BIG),
+        ("chain168", lambda w: dict(K._pick(w["T"], w["N"]), maxnreg=168), None, 2000, BIG),
+        ("both168", lambda w: dict(K._pick(w["T"], w["N"]), maxnreg=168, prep_maxnreg=168), None, 3000, BIG),
+        ("table-b", lambda w: K._pick(w["T"], w["N"]), None, 2000, BIG),
+    ],
 }
-CANDS = ROUNDS[os.environ.get("ROUND", "r7")]
+CANDS = ROUNDS[os.environ.get("ROUND", "r8")]
 if os.environ.get("CANDS"):
     CANDS = [c for c in CANDS if c[0] in os.environ["CANDS"].split(",")]
 
@@ -118,7 +127,7 @@ for name, cfg, prec, tmin, tmax in CANDS:
     print(f"{name}: {len(per)} wl, mean {statistics.mean(per.values()) if per else 0:.1f} us, regs "
           f"{res.get('regs')} spills {res.get('spills')} smem {res.get('shared')}, fails {fails}, max err out/state {emax}, "
           f"{res['wall_s']} s {res.get('error', '')}", flush=True)
-    json.dump(dict(workloads=wls, results=results), open(f"{OUT}/prefill_sweep_{os.environ.get('ROUND', 'r7')}.json", "w"))
+    json.dump(dict(workloads=wls, results=results), open(f"{OUT}/prefill_sweep_{os.environ.get('ROUND', 'r8')}.json", "w"))
 
 # summary: per T bucket, mean of each candidate over the workloads it ran, and the per-workload oracle
 def bucket(T):

@@ -672,6 +672,10 @@ def _launch(algo, q, k, v, state, A_log, a, dt_bias, b, cu_seqlens, scale, outpu
     np2 = max(2, triton.next_power_of_2(N))
     lpt = cfg.get("lpt", N >= _LPT_MIN_N)
     chain_opts = dict(num_warps=cfg.get("num_warps", 4), num_stages=cfg.get("num_stages", 2))
+    prep_opts = dict(num_warps=cfg.get("prep_warps", 4), num_stages=1)
+    for opts, key in ((chain_opts, "maxnreg"), (prep_opts, "prep_maxnreg")):   # register caps (sweeps)
+        if cfg.get(key):
+            opts["maxnreg"] = cfg[key]
     fused = use_ws and cfg.get("fused", False)
     launches = []   # (jit function, grid, every argument by name, launch options)
     if fused:
@@ -688,7 +692,7 @@ def _launch(algo, q, k, v, state, A_log, a, dt_bias, b, cu_seqlens, scale, outpu
             q_ptr=q, k_ptr=k, alog_ptr=A_log, a_ptr=a, dtb_ptr=dt_bias, b_ptr=b, cu_ptr=cu_seqlens,
             ws_ptr=ws, wp_ptr=wp, N=N, WS_P=ws_p, C=C, SB=SB, LOG2NB=log2nb, SCAN=scan,
             NP2=np2, PREC_QK=p["PREC_QK"], PREC_T=p["PREC_T"],
-            NHV=HV, NHK=HK, DK=D), dict(num_warps=cfg.get("prep_warps", 4), num_stages=1)))
+            NHV=HV, NHK=HK, DK=D), prep_opts))
         algo = ALGO_CHUNK_WS
     if not fused:
         launches.append((_gdn_prefill_kernel, (D // BV, N * HV, 1), dict(
