@@ -44,7 +44,8 @@ ROUNDS = {  # name, cfg (or a function of the workload), prec, min_T, max_T
         ("o1-BV32", dict(K._TWO_LAUNCH_WIDE_CFG, fused=True, order=1), None, 64, BIG),
         ("table-b", lambda w: K._pick(w["T"], w["N"]), None, 0, BIG),
     ],
-    "r8": [  # register caps (ptxas maxnreg) for the prep and the chain on the long calls: 255 registers
+    "r8": [  # register caps (ptxas maxnreg) for the prep and the chain on the long calls (at e8a242a, whose
+             # table had no cap; the table since caps the two-launch rows' prep at 168): 255 registers
              # give 2 CTAs per SM; 168 give 3 (offline ptxas: prep spills 168 B), 128 give 4 (472 B)
         ("table-a", lambda w: K._pick(w["T"], w["N"]), None, 2000, BIG),
         ("prep168", lambda w: dict(K._pick(w["T"], w["N"]), prep_maxnreg=168), None, 3000, BIG),

@@ -557,6 +557,10 @@ def _gdn_fused_kernel(
 # preps, then its chains, longest first), so a long chain starts once its own chunks are ready:
 # much slower (T = 8192 265 us with BV32, 366 with BV16, against 204; T < 2048 82-95 vs 76),
 # likely because early chains spin in slots their sequences' later preps need. Removed.
+# Round 8 (logs/prefill_sweep_r8.json, the calls with T >= 2000): ptxas register caps. The prep kernel
+# takes 255 registers (2 CTAs per SM); capped at 168 (3 CTAs, 168 B of spills offline) the calls with
+# T >= 3000 took 194.2 against 196.2 us (T = 8192: 16 of 16 faster, by 1.5-4 us; 5709/2 +4): adopted
+# for the two-launch rows. Prep capped at 128: 205.1. The chain capped at 168 (110 B spills): +39 us.
 # Round 6 (logs/prefill_sweep_r6.json, the 25 calls with T >= 2000): one bf16 dot instead of bf16
 # hi + lo for the state contractions (K H, K^T X): 182.2 -> 169.3 us, state max error 0.0011 ->
 # 0.0046; bf16 instead of tf32 for the Tm merges and Tm R: 173.6 us, state error 0.0037. Not
@@ -569,9 +573,10 @@ def _gdn_fused_kernel(
 # B200 (148 SMs, sm_100a): UNMEASURED. The thresholds (96, 256, 3000 tokens, N = 16) and the V splits
 # come from H200 timings only; every entry is correct on any GPU (same code, mma.sync path).
 _ONE_LAUNCH_CFG = dict(C=32, BV=32, SB=16, num_warps=4, num_stages=2)
-_TWO_LAUNCH_CFG = dict(C=64, BV=16, SB=16, num_warps=4, num_stages=3, ws=True, ws_p=True)
-_TWO_LAUNCH_WIDE_CFG = dict(C=64, BV=32, SB=16, num_warps=4, num_stages=2, ws=True, ws_p=True)
-_FUSED_CFG = dict(_TWO_LAUNCH_CFG, fused=True)
+_TWO_LAUNCH_CFG = dict(C=64, BV=16, SB=16, num_warps=4, num_stages=3, ws=True, ws_p=True, prep_maxnreg=168)
+_TWO_LAUNCH_WIDE_CFG = dict(C=64, BV=32, SB=16, num_warps=4, num_stages=2, ws=True, ws_p=True,
+                            prep_maxnreg=168)
+_FUSED_CFG = dict(C=64, BV=16, SB=16, num_warps=4, num_stages=3, ws=True, ws_p=True, fused=True)
 _LAUNCH_TABLE = [
     (95, None, _ONE_LAUNCH_CFG),
     (2999, 1, _FUSED_CFG),
@@ -673,7 +678,7 @@ def _launch(algo, q, k, v, state, A_log, a, dt_bias, b, cu_seqlens, scale, outpu
     lpt = cfg.get("lpt", N >= _LPT_MIN_N)
     chain_opts = dict(num_warps=cfg.get("num_warps", 4), num_stages=cfg.get("num_stages", 2))
     prep_opts = dict(num_warps=cfg.get("prep_warps", 4), num_stages=1)
-    for opts, key in ((chain_opts, "maxnreg"), (prep_opts, "prep_maxnreg")):   # register caps (sweeps)
+    for opts, key in ((chain_opts, "maxnreg"), (prep_opts, "prep_maxnreg")):   # ptxas register caps
         if cfg.get(key):
             opts["maxnreg"] = cfg[key]
     fused = use_ws and cfg.get("fused", False)
