@@ -493,7 +493,7 @@ def _gdn_fused_kernel(
 #   256 <= T < 3000: fused (the two launches' roles in one launch, BV=16, 3 stages)
 #   T >= 3000: two launches (ws): Tm and P of every (chunk, head) in parallel first, then the
 #             serial per-sequence chain; BV=16 with 3 stages (N <= 15: few sequences, so more
-#             V slices) or BV=32 (N >= 16)
+#             V slices) or BV=32 (N >= 16); the prep kernel capped at 168 registers
 #   one-launch C=32/BV=32 on everything: 133.9 us mean (earlier sweep).
 # Per-launch GPU times on the H200 (torch.profiler, cold L2, median of 5; results/h200/logs/
 # prefill_diag.json), prep + chain in us, 4 warps, 2 stages:
@@ -553,6 +553,11 @@ def _gdn_fused_kernel(
 # 3028/5 and 3271/2 +17..30, T = 8192 +90 (BV32 +15): the prep tickets come first, so fused
 # chains likely start no earlier there, and then spin. Table mean 70.3 -> 68.2 us with fused for
 # 256 <= T < 3000 and N = 1 from T = 96 (rows below).
+# Round 6 (logs/prefill_sweep_r6.json, the 25 calls with T >= 2000): one bf16 dot instead of bf16
+# hi + lo for the state contractions (K H, K^T X): 182.2 -> 169.3 us, state max error 0.0011 ->
+# 0.0046; bf16 instead of tf32 for the Tm merges and Tm R: 173.6 us, state error 0.0037. Not
+# adopted: ~7 % is not worth 4x less margin to the official 0.01 tolerance (FlashInfer's prefill
+# fails it by one state element on 2 stand-in workloads at 0.013).
 # Round 7 (logs/prefill_sweep_r7.json, at bad5766): fused tickets sequence by sequence (a sequence's
 # preps, then its chains, longest first), so a long chain starts once its own chunks are ready:
 # much slower (T = 8192 265 us with BV32, 366 with BV16, against 204; T < 2048 82-95 vs 76),
@@ -561,15 +566,14 @@ def _gdn_fused_kernel(
 # takes 255 registers (2 CTAs per SM); capped at 168 (3 CTAs, 168 B of spills offline) the calls with
 # T >= 3000 took 194.2 against 196.2 us (T = 8192: 16 of 16 faster, by 1.5-4 us; 5709/2 +4): adopted
 # for the two-launch rows. Prep capped at 128: 205.1. The chain capped at 168 (110 B spills): +39 us.
-# Round 6 (logs/prefill_sweep_r6.json, the 25 calls with T >= 2000): one bf16 dot instead of bf16
-# hi + lo for the state contractions (K H, K^T X): 182.2 -> 169.3 us, state max error 0.0011 ->
-# 0.0046; bf16 instead of tf32 for the Tm merges and Tm R: 173.6 us, state error 0.0037. Not
-# adopted: ~7 % is not worth 4x less margin to the official 0.01 tolerance (FlashInfer's prefill
-# fails it by one state element on 2 stand-in workloads at 0.013).
+# Harness passes: 47294c5 (the fused rows): all 100: 68.1 us, T = 8192 204.2 us; 258681a (this table:
+# + the prep cap) on a slower lent H200 (the unchanged ablation +1.7 %): 68.5 us, T = 8192 203.4 us,
+# but 3028/5, 3271/2 and 5709/2 +5..16 us: capping only the N >= 16 row may be better (unmeasured).
 # Offline ptxas (sm_90, 4 warps; cuobjdump -res-usage): the chain kernel takes 236-255 registers
 # per thread, so at most 2 CTAs (8 warps) per SM: a latency-bound chain with little to hide it.
 # The one-launch config spills 160 B, the BV=64 one 480 B; capping registers (maxnreg 168 / 128)
-# spills 176-496 B; 8 warps still take 255. Cutting live state is the lead for the next tuning.
+# spills 176-496 B (the chain at 168: +39 us, round 8); 8 warps still take 255. Cutting live state
+# is the lead for the next tuning.
 # B200 (148 SMs, sm_100a): UNMEASURED. The thresholds (96, 256, 3000 tokens, N = 16) and the V splits
 # come from H200 timings only; every entry is correct on any GPU (same code, mma.sync path).
 _ONE_LAUNCH_CFG = dict(C=32, BV=32, SB=16, num_warps=4, num_stages=2)
