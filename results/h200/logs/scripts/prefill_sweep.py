@@ -54,8 +54,16 @@ ROUNDS = {  # name, cfg (or a function of the workload), prec, min_T, max_T
         ("both168", lambda w: dict(K._pick(w["T"], w["N"]), maxnreg=168, prep_maxnreg=168), None, 3000, BIG),
         ("table-b", lambda w: K._pick(w["T"], w["N"]), None, 2000, BIG),
     ],
+    "r9": [  # (prepared, not yet run) the prep cap only where N >= 16: the N <= 15 two-launch row uncapped
+        ("table-a", lambda w: K._pick(w["T"], w["N"]), None, 2000, BIG),
+        ("nocap15-a", lambda w: dict(K._pick(w["T"], w["N"]), prep_maxnreg=None) if w["N"] <= 15
+         else K._pick(w["T"], w["N"]), None, 3000, BIG),
+        ("table-b", lambda w: K._pick(w["T"], w["N"]), None, 2000, BIG),
+        ("nocap15-b", lambda w: dict(K._pick(w["T"], w["N"]), prep_maxnreg=None) if w["N"] <= 15
+         else K._pick(w["T"], w["N"]), None, 3000, BIG),
+    ],
 }
-CANDS = ROUNDS[os.environ.get("ROUND", "r8")]
+CANDS = ROUNDS[os.environ.get("ROUND", "r9")]
 if os.environ.get("CANDS"):
     CANDS = [c for c in CANDS if c[0] in os.environ["CANDS"].split(",")]
 
@@ -128,7 +136,7 @@ for name, cfg, prec, tmin, tmax in CANDS:
     print(f"{name}: {len(per)} wl, mean {statistics.mean(per.values()) if per else 0:.1f} us, regs "
           f"{res.get('regs')} spills {res.get('spills')} smem {res.get('shared')}, fails {fails}, max err out/state {emax}, "
           f"{res['wall_s']} s {res.get('error', '')}", flush=True)
-    json.dump(dict(workloads=wls, results=results), open(f"{OUT}/prefill_sweep_{os.environ.get('ROUND', 'r8')}.json", "w"))
+    json.dump(dict(workloads=wls, results=results), open(f"{OUT}/prefill_sweep_{os.environ.get('ROUND', 'r9')}.json", "w"))
 
 # summary: per T bucket, mean of each candidate over the workloads it ran, and the per-workload oracle
 def bucket(T):
