@@ -148,7 +148,7 @@ def test_sequences_launched_longest_first_with_ties_and_padding():
 def test_fused_variant_and_its_sync_words():
     # both roles in one launch (cfg "fused"): correct, and each call
     # leaves the counters at 0 and the epoch one higher, so the next call waits for fresh flags
-    cfg = dict(pk._TWO_LAUNCH_CFG, fused=True)
+    cfg = pk._FUSED_CFG
     fn = lambda *a: pk._launch(pk.ALGO_CHUNK, *a, cfg=cfg)  # noqa: E731
     run_and_check(fn, [0, 17, 18, 150, 300], seed=3, out_atol=2e-3)
     sync_words = lambda: next(b for key, b in pk._WORKSPACES.items() if key[0] == "sync")  # noqa: E731
@@ -229,7 +229,7 @@ def test_gpu_recurrent_ablation_long():
 def test_gpu_fused_variant(cu):
     # the fused variant's roles really run concurrently here (the interpreter runs CTAs one by one);
     # twice, so the second call must wait for its own epoch's flags
-    for cfg in (pk._TWO_LAUNCH_CFG, pk._TWO_LAUNCH_WIDE_CFG):
-        fn = lambda *a, cfg=cfg: pk._launch(pk.ALGO_CHUNK, *a, cfg=dict(cfg, fused=True)) and None  # noqa: E731
+    for cfg in (pk._FUSED_CFG, dict(pk._FUSED_CFG, BV=32, num_stages=2)):   # the table's entry, and BV = 32
+        fn = lambda *a, cfg=cfg: pk._launch(pk.ALGO_CHUNK, *a, cfg=cfg) and None  # noqa: E731
         for seed in (11, 12):
             run_and_check(fn, cu, seed=seed, out_atol=2e-3)
