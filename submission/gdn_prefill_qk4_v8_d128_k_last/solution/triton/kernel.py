@@ -572,8 +572,12 @@ def _gdn_fused_kernel(
 # Offline ptxas (sm_90, 4 warps; cuobjdump -res-usage): the chain kernel takes 236-255 registers
 # per thread, so at most 2 CTAs (8 warps) per SM: a latency-bound chain with little to hide it.
 # The one-launch config spills 160 B, the BV=64 one 480 B; capping registers (maxnreg 168 / 128)
-# spills 176-496 B (the chain at 168: +39 us, round 8); 8 warps still take 255. Cutting live state
-# is the lead for the next tuning.
+# spills 176-496 B (the chain at 168: +39 us, round 8); 8 warps still take 255 (without the output
+# dots Q H and P X: 252, so the state contractions fill them). The SASS of the BV=32 chain loop has
+# ~1500 instructions per warp per 64-token step, 208 of them HMMA, 35 barriers, ~170 shared-memory
+# loads/stores (layout changes) and ~400 integer ops (addresses); a lone CTA's ~3.4 us step (T=2107,
+# N=1) is ~4x its issue time: latency-bound, with 1-2 warps per scheduler to hide it. Cutting live
+# state (more CTAs per SM) or layout changes is the lead for the next tuning.
 # B200 (148 SMs, sm_100a): UNMEASURED. The thresholds (96, 256, 3000 tokens, N = 16) and the V splits
 # come from H200 timings only; every entry is correct on any GPU (same code, mma.sync path).
 _ONE_LAUNCH_CFG = dict(C=32, BV=32, SB=16, num_warps=4, num_stages=2)
