@@ -578,6 +578,13 @@ def _gdn_fused_kernel(
 # loads/stores (layout changes) and ~400 integer ops (addresses); a lone CTA's ~3.4 us step (T=2107,
 # N=1) is ~4x its issue time: latency-bound, with 1-2 warps per scheduler to hide it. Cutting live
 # state (more CTAs per SM) or layout changes is the lead for the next tuning.
+# Tried offline only (session 13, not kept): the chain's q/k/v/Tm/P tiles through TMA tensor
+# descriptors (Triton 3.6 compiles it for sm_90). Rows past a sequence's end must then be zeroed
+# after the load; with those selects the loop grew (BV=32: 1513 -> 1712 instructions, 224 B of
+# spills; BV=16: 1157 -> 1223, and 3 stages need 160 KB of shared memory: 1 CTA per SM). Zeroing
+# only k (needed so that a non-finite value in the next sequence cannot leak in through 0 * inf):
+# 1489 / 1052. Without any zeroing (finite inputs assumed): 1303 / 863, the only clear cut; not
+# worth a semantic difference from the reference without a GPU measurement.
 # B200 (148 SMs, sm_100a): UNMEASURED. The thresholds (96, 256, 3000 tokens, N = 16) and the V splits
 # come from H200 timings only; every entry is correct on any GPU (same code, mma.sync path).
 _ONE_LAUNCH_CFG = dict(C=32, BV=32, SB=16, num_warps=4, num_stages=2)
