@@ -161,6 +161,15 @@ def test_fused_variant_and_its_sync_words():
     assert (sync[3:3 + nslot * 8] == int(sync[2])).all(), "every (slot, head) flag holds this call's epoch"
 
 
+@pytest.mark.parametrize("bv,warps", [(16, 4), (64, 8)])
+def test_transposed_chain_variant(bv, warps):
+    # sweep knob "trans" (ALGO_CHUNK_WS_T, not yet measured on a GPU, in no table row): the state slice
+    # held as [BV, K], a zero-length sequence and a partial last chunk included
+    cfg = dict(pk._TWO_LAUNCH_CFG, BV=bv, num_warps=warps, num_stages=2, trans=True)
+    run_and_check(lambda *a: pk._launch(pk.ALGO_CHUNK, *a, cfg=cfg) and None, [0, 0, 17, 18, 150, 300],
+                  seed=3, out_atol=2e-3)
+
+
 def test_bound_launch_only_where_triton_hands_constexprs_to_the_launcher():
     # 3.3 changed what a compiled kernel's launcher takes; older Triton must use the plain launch path
     assert pk._triton_passes_constexprs("3.6.0") and pk._triton_passes_constexprs("3.3.1+git1234")
@@ -216,6 +225,15 @@ def test_gpu_launch_table_on_contest_shapes(cu, row):
     assert pk._pick(cu[-1], len(cu) - 1) is pk._LAUNCH_TABLE[row][2]
     out_err, state_err = run_and_check(pk.kernel, cu, seed=7, out_atol=2e-3)
     print(f"\n{cu[-1]} tokens, {len(cu) - 1} seqs: output max abs err {out_err:.3g}, state {state_err:.3g}")
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("bv,warps", [(16, 4), (32, 4), (64, 8)])
+def test_gpu_transposed_chain(bv, warps):
+    # the transposed chain with production precisions (its state dots split the left operand)
+    cfg = dict(pk._TWO_LAUNCH_CFG, BV=bv, num_warps=warps, num_stages=2, trans=True)
+    for cu in ([0, 2107], [round(i * 8192 / 57) for i in range(58)]):
+        run_and_check(lambda *a: pk._launch(pk.ALGO_CHUNK, *a, cfg=cfg) and None, cu, seed=7, out_atol=2e-3)
 
 
 @pytest.mark.gpu

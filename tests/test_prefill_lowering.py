@@ -26,14 +26,15 @@ arch, knobs = int(sys.argv[2]), sys.argv[3] == "1"
 if knobs:
     os.environ.update(pk._MMA_ENV)
 fused = sys.argv[4] == "fused"
-cfg = pk._FUSED_CFG if fused else pk._ONE_LAUNCH_CFG
+trans = sys.argv[4] == "trans"      # the transposed chain (ALGO_CHUNK_WS_T) with BV = 64 and 8 warps
+cfg = pk._FUSED_CFG if fused else dict(pk._TWO_LAUNCH_WIDE_CFG, BV=64, num_warps=8) if trans else pk._ONE_LAUNCH_CFG
 kern = pk._gdn_fused_kernel if fused else pk._gdn_prefill_kernel
 types = {"q_ptr": "*bf16", "k_ptr": "*bf16", "v_ptr": "*bf16", "s_ptr": "*fp32", "alog_ptr": "*fp32",
          "a_ptr": "*bf16", "dtb_ptr": "*fp32", "b_ptr": "*bf16", "cu_ptr": "*i64", "o_ptr": "*bf16",
          "ns_ptr": "*fp32", "ws_ptr": "*fp32", "wp_ptr": "*bf16", "scale": "fp32", "N": "i32",
          "sync_ptr": "*i32", "NPREP": "i32", "NVB": "i32"}
 C, SB = cfg["C"], min(cfg.get("SB", 16), cfg["C"])
-cst = dict(NP2=2, LPT=False, ALGO=pk.ALGO_CHUNK, WS_P=fused, C=C, BV=cfg["BV"], SB=SB,
+cst = dict(NP2=2, LPT=False, ALGO=pk.ALGO_CHUNK_WS_T if trans else pk.ALGO_CHUNK, WS_P=fused or trans, C=C, BV=cfg["BV"], SB=SB,
            LOG2NB=(C // SB).bit_length() - 1, SCAN=0, HAS_STATE=True, PREC_QK=pk.P_BF16, PREC_T=pk.P_TF32,
            PREC_S=pk.P_BF16X2, PREC_Q=pk.P_BF16, PREC_O=pk.P_BF16, NHV=8, NHK=4, DK=128, INTERP=False)
 names = kern.arg_names
@@ -70,6 +71,13 @@ def test_fused_variant_compiles_with_mma_sync_and_atomics(arch, tmp_path):
     # the launch table's fused entry (its roles synchronise through atomics) builds for both targets
     assert _lowering(arch, True, tmp_path, "fused") == {"wgmma": False, "mma_sync": True, "tcgen05": False,
                                                         "atomics": True}
+
+
+@pytest.mark.parametrize("arch", [90, 100])
+def test_transposed_chain_compiles_with_mma_sync(arch, tmp_path):
+    # the transposed chain (sweep knob "trans"; not yet measured on a GPU) builds for both targets
+    assert _lowering(arch, True, tmp_path, "trans") == {"wgmma": False, "mma_sync": True, "tcgen05": False,
+                                                        "atomics": False}
 
 
 def test_without_the_knobs_hopper_gets_wgmma(tmp_path):

@@ -40,6 +40,8 @@ I/O and output stores are shared:
                    the serial per-sequence chain then only does the H-dependent dots
     ALGO_RECURRENT token-by-token register-resident recurrence, no tensor cores (the ablation:
                    `kernel_recurrent`)
+    ALGO_CHUNK_WS_T ALGO_CHUNK_WS with the state slice held transposed, [BV, K] (cfg "trans", a
+                   sweep knob in no table row: fewer instructions offline, NOT MEASURED on a GPU)
 A launch config with "fused" runs ALGO_CHUNK_WS's two launches as two roles of one launch
 (_gdn_fused_kernel: tickets, per-chunk flags, spin-waits): no host time between the roles.
 `kernel` picks ALGO_CHUNK (one launch), the fused launch or ALGO_CHUNK_WS (two launches) from the
@@ -68,6 +70,7 @@ _DEFAULT_SCALE = 1.0 / math.sqrt(D)
 ALGO_CHUNK = 0
 ALGO_RECURRENT = 1
 ALGO_CHUNK_WS = 2
+ALGO_CHUNK_WS_T = 3     # ALGO_CHUNK_WS with the state slice held transposed (cfg "trans")
 
 # dot operand precision codes (constexpr)
 P_BF16 = 0
@@ -75,6 +78,7 @@ P_TF32 = 1
 P_IEEE = 2      # exact fp32 (interpreter)
 P_TF32X3 = 3
 P_BF16X2 = 4    # a is exact in bf16 (k, q); b fp32 split into bf16 hi + lo: two bf16 dots
+P_BF16X2A = 5   # the mirror: a fp32 split into bf16 hi + lo, b exact in bf16 (transposed chain)
 
 
 # --------------------------------------------------------------------------------------------
@@ -95,6 +99,12 @@ def _mm(a, b, PREC: tl.constexpr):
         b_lo = (b - b_hi.to(tl.float32)).to(tl.bfloat16)
         out = tl.dot(a16, b_hi, out_dtype=tl.float32)
         out = tl.dot(a16, b_lo, acc=out, out_dtype=tl.float32)
+    elif PREC == 5:
+        b16 = b.to(tl.bfloat16)
+        a_hi = a.to(tl.bfloat16)
+        a_lo = (a - a_hi.to(tl.float32)).to(tl.bfloat16)
+        out = tl.dot(a_hi, b16, out_dtype=tl.float32)
+        out = tl.dot(a_lo, b16, acc=out, out_dtype=tl.float32)
     else:
         out = tl.dot(a.to(tl.float32), b.to(tl.float32), input_precision="ieee")
     return out
@@ -197,6 +207,26 @@ def _chunk_apply(H, Tm, P, q, k, v, G, beta, scale, PREC_T: tl.constexpr, PREC_S
 
 
 @triton.jit
+def _chunk_apply_t(Ht, Tm, P, q, k, vt, G, beta, scale, PREC_T: tl.constexpr,
+                   PREC_S: tl.constexpr, PREC_Q: tl.constexpr, PREC_O: tl.constexpr):
+    """_chunk_apply transposed (ALGO_CHUNK_WS_T): the state slice as Ht = S[v0:v0+BV, :] ([BV, K])
+    and the value-side tiles as [BV, C], so every tensor-core result feeds the next dot as its
+    left operand. Offline (ptxas sm_90) its chain loop has 9-30 % fewer instructions per step and
+    fewer spills than ALGO_CHUNK_WS at the same BV; NOT MEASURED on a GPU, in no table row."""
+    PS: tl.constexpr = 5 if PREC_S == 4 else PREC_S     # P_BF16X2 -> P_BF16X2A: split the left operand
+    gC = tl.min(G, axis=0)
+    gam = tl.exp(G)
+    KHt = _mm(Ht, tl.trans(k), PS)                                   # [BV, C]
+    QHt = _mm(Ht, tl.trans(q), PREC_Q)                               # output only
+    Rt = beta[None, :] * (vt - gam[None, :] * KHt)
+    Xt = _mm(Rt, tl.trans(Tm), PREC_T)                               # new values, [BV, C]
+    Ot = scale * (gam[None, :] * QHt + _mm(Xt, tl.trans(P), PREC_O))
+    Xdt = Xt * tl.exp(gC - G)[None, :]                               # decay to the chunk end
+    Ht = tl.exp(gC) * Ht + _mm(Xdt, k, PS)
+    return Ot, Ht
+
+
+@triton.jit
 def _recurrent_chunk(H, c0, eos, h, hq, v0, q_ptr, k_ptr, v_ptr, a_ptr, b_ptr, o_ptr,
                      alog, dtb, scale, C: tl.constexpr, BV: tl.constexpr,
                      NHV: tl.constexpr, NHK: tl.constexpr, DK: tl.constexpr,
@@ -258,8 +288,13 @@ def _step(H, c0, bos, eos, n, h, hq, v0, q_ptr, k_ptr, v_ptr, a_ptr, b_ptr, o_pt
         qk_off = tok[:, None] * (NHK * DK) + hq * DK + kx[None, :]
         q = tl.load(q_ptr + qk_off, mask=valid[:, None], other=0.0)
         k = tl.load(k_ptr + qk_off, mask=valid[:, None], other=0.0)
-        vo_off = tok[:, None] * (NHV * DK) + h * DK + v0 + vx[None, :]
-        v = tl.load(v_ptr + vo_off, mask=valid[:, None], other=0.0).to(tl.float32)
+        if ALGO == 3:   # value-side tiles [BV, C]
+            vo_off = tok[None, :] * (NHV * DK) + h * DK + v0 + vx[:, None]
+            vo_mask = valid[None, :]
+        else:           # [C, BV]
+            vo_off = tok[:, None] * (NHV * DK) + h * DK + v0 + vx[None, :]
+            vo_mask = valid[:, None]
+        v = tl.load(v_ptr + vo_off, mask=vo_mask, other=0.0).to(tl.float32)
         lg, beta = _chunk_gates(a_ptr, b_ptr, tok, valid, h, alog, dtb, NHV)
         G = _cumsum(lg, C, SCAN)
         if ALGO == 0:
@@ -273,8 +308,11 @@ def _step(H, c0, bos, eos, n, h, hq, v0, q_ptr, k_ptr, v_ptr, a_ptr, b_ptr, o_pt
                 P = tl.load(wp_ptr + w_off).to(tl.float32)
             else:
                 P = _chunk_p(q, k, G, C, PREC_QK)
-        O, H = _chunk_apply(H, Tm, P, q, k, v, G, beta, scale, PREC_T, PREC_S, PREC_Q, PREC_O)
-        tl.store(o_ptr + vo_off, O.to(o_ptr.dtype.element_ty), mask=valid[:, None])
+        if ALGO == 3:
+            O, H = _chunk_apply_t(H, Tm, P, q, k, v, G, beta, scale, PREC_T, PREC_S, PREC_Q, PREC_O)
+        else:
+            O, H = _chunk_apply(H, Tm, P, q, k, v, G, beta, scale, PREC_T, PREC_S, PREC_Q, PREC_O)
+        tl.store(o_ptr + vo_off, O.to(o_ptr.dtype.element_ty), mask=vo_mask)
     return H
 
 
@@ -336,12 +374,14 @@ def _chain(pid_v, pid_nh, q_ptr, k_ptr, v_ptr, s_ptr, alog_ptr, a_ptr, dtb_ptr, 
 
     kx = tl.arange(0, DK)
     vx = tl.arange(0, BV)
-    # H[k, v] = state[n, h, v0 + v, k]
-    s_off = ((n * NHV + h) * DK + v0 + vx[None, :]) * DK + kx[:, None]
+    if ALGO == 3:   # H[v, k] = state[n, h, v0 + v, k]
+        s_off = ((n * NHV + h) * DK + v0 + vx[:, None]) * DK + kx[None, :]
+        H = tl.zeros((BV, DK), dtype=tl.float32)
+    else:           # H[k, v] = state[n, h, v0 + v, k]
+        s_off = ((n * NHV + h) * DK + v0 + vx[None, :]) * DK + kx[:, None]
+        H = tl.zeros((DK, BV), dtype=tl.float32)
     if HAS_STATE:
         H = tl.load(s_ptr + s_off)
-    else:
-        H = tl.zeros((DK, BV), dtype=tl.float32)
 
     # The interpreter (numpy >= 2) cannot take a loaded scalar as a range() bound, so under
     # INTERP the same step runs in a while loop; on the GPU a for loop (software-pipelined).
@@ -585,6 +625,12 @@ def _gdn_fused_kernel(
 # only k (needed so that a non-finite value in the next sequence cannot leak in through 0 * inf):
 # 1489 / 1052. Without any zeroing (finite inputs assumed): 1303 / 863, the only clear cut; not
 # worth a semantic difference from the reference without a GPU measurement.
+# Prepared offline, NOT MEASURED (cfg "trans", ALGO_CHUNK_WS_T, _chunk_apply_t): the same chain with
+# the state slice transposed ([BV, K]) so each dot's result is the next dot's left operand. Chain loop
+# per warp per step, sm_90: BV=32 4 warps 1513 -> 1383 instructions (stack 56 -> 32 B); BV=16 4 warps
+# 1157 (3 stages) -> 909 (2 stages, no spills); BV=64 8 warps 1292, no spills (the untransposed
+# BV=64 / 8 warps: 1872 and 264 B, measured +90 us at T = 8192). logs/scripts/prefill_sweep.py
+# round r9 runs it.
 # B200 (148 SMs, sm_100a): UNMEASURED. The thresholds (96, 256, 3000 tokens, N = 16) and the V splits
 # come from H200 timings only; every entry is correct on any GPU (same code, mma.sync path).
 _ONE_LAUNCH_CFG = dict(C=32, BV=32, SB=16, num_warps=4, num_stages=2)
@@ -713,7 +759,7 @@ def _launch(algo, q, k, v, state, A_log, a, dt_bias, b, cu_seqlens, scale, outpu
             ws_ptr=ws, wp_ptr=wp, N=N, WS_P=ws_p, C=C, SB=SB, LOG2NB=log2nb, SCAN=scan,
             NP2=np2, PREC_QK=p["PREC_QK"], PREC_T=p["PREC_T"],
             NHV=HV, NHK=HK, DK=D), prep_opts))
-        algo = ALGO_CHUNK_WS
+        algo = ALGO_CHUNK_WS_T if cfg.get("trans", False) else ALGO_CHUNK_WS
     if not fused:
         launches.append((_gdn_prefill_kernel, (D // BV, N * HV, 1), dict(
             q_ptr=q, k_ptr=k, v_ptr=v, s_ptr=s_arg, alog_ptr=A_log, a_ptr=a, dtb_ptr=dt_bias,
