@@ -85,6 +85,13 @@ P_BF16X2A = 5   # the mirror: a fp32 split into bf16 hi + lo, b exact in bf16 (t
 # shared device helpers
 # --------------------------------------------------------------------------------------------
 @triton.jit
+def _bf16_split(x):
+    """fp32 x as bf16 hi + lo (~16 mantissa bits together)."""
+    hi = x.to(tl.bfloat16)
+    return hi, (x - hi.to(tl.float32)).to(tl.bfloat16)
+
+
+@triton.jit
 def _mm(a, b, PREC: tl.constexpr):
     """a @ b with fp32 accumulation; PREC picks the operand precision."""
     if PREC == 0:
@@ -95,16 +102,12 @@ def _mm(a, b, PREC: tl.constexpr):
         out = tl.dot(a.to(tl.float32), b.to(tl.float32), input_precision="tf32x3")
     elif PREC == 4:
         a16 = a.to(tl.bfloat16)
-        b_hi = b.to(tl.bfloat16)
-        b_lo = (b - b_hi.to(tl.float32)).to(tl.bfloat16)
-        out = tl.dot(a16, b_hi, out_dtype=tl.float32)
-        out = tl.dot(a16, b_lo, acc=out, out_dtype=tl.float32)
+        b_hi, b_lo = _bf16_split(b)
+        out = tl.dot(a16, b_lo, acc=tl.dot(a16, b_hi, out_dtype=tl.float32), out_dtype=tl.float32)
     elif PREC == 5:
         b16 = b.to(tl.bfloat16)
-        a_hi = a.to(tl.bfloat16)
-        a_lo = (a - a_hi.to(tl.float32)).to(tl.bfloat16)
-        out = tl.dot(a_hi, b16, out_dtype=tl.float32)
-        out = tl.dot(a_lo, b16, acc=out, out_dtype=tl.float32)
+        a_hi, a_lo = _bf16_split(a)
+        out = tl.dot(a_lo, b16, acc=tl.dot(a_hi, b16, out_dtype=tl.float32), out_dtype=tl.float32)
     else:
         out = tl.dot(a.to(tl.float32), b.to(tl.float32), input_precision="ieee")
     return out
