@@ -161,11 +161,12 @@ def test_fused_variant_and_its_sync_words():
     assert (sync[3:3 + nslot * 8] == int(sync[2])).all(), "every (slot, head) flag holds this call's epoch"
 
 
-@pytest.mark.parametrize("bv,warps", [(16, 4), (64, 8)])
-def test_transposed_chain_variant(bv, warps):
+@pytest.mark.parametrize("bv,warps,fused", [(16, 4, False), (64, 8, False), (16, 4, True)])
+def test_transposed_chain_variant(bv, warps, fused):
     # sweep knob "trans" (ALGO_CHUNK_WS_T, not yet measured on a GPU, in no table row): the state slice
-    # held as [BV, K], a zero-length sequence and a partial last chunk included
-    cfg = dict(pk._TWO_LAUNCH_CFG, BV=bv, num_warps=warps, num_stages=2, trans=True)
+    # held as [BV, K], a zero-length sequence and a partial last chunk included; also as the fused
+    # launch's chain role
+    cfg = dict(pk._TWO_LAUNCH_CFG, BV=bv, num_warps=warps, num_stages=2, trans=True, fused=fused)
     run_and_check(lambda *a: pk._launch(pk.ALGO_CHUNK, *a, cfg=cfg) and None, [0, 0, 17, 18, 150, 300],
                   seed=3, out_atol=2e-3)
 
@@ -228,10 +229,10 @@ def test_gpu_launch_table_on_contest_shapes(cu, row):
 
 
 @pytest.mark.gpu
-@pytest.mark.parametrize("bv,warps", [(16, 4), (32, 4), (64, 8)])
-def test_gpu_transposed_chain(bv, warps):
+@pytest.mark.parametrize("bv,warps,fused", [(16, 4, False), (32, 4, False), (64, 8, False), (16, 4, True)])
+def test_gpu_transposed_chain(bv, warps, fused):
     # the transposed chain with production precisions (its state dots split the left operand)
-    cfg = dict(pk._TWO_LAUNCH_CFG, BV=bv, num_warps=warps, num_stages=2, trans=True)
+    cfg = dict(pk._TWO_LAUNCH_CFG, BV=bv, num_warps=warps, num_stages=2, trans=True, fused=fused)
     for cu in ([0, 2107], [round(i * 8192 / 57) for i in range(58)]):
         run_and_check(lambda *a: pk._launch(pk.ALGO_CHUNK, *a, cfg=cfg) and None, cu, seed=7, out_atol=2e-3)
 

@@ -34,7 +34,8 @@ types = {"q_ptr": "*bf16", "k_ptr": "*bf16", "v_ptr": "*bf16", "s_ptr": "*fp32",
          "ns_ptr": "*fp32", "ws_ptr": "*fp32", "wp_ptr": "*bf16", "scale": "fp32", "N": "i32",
          "sync_ptr": "*i32", "NPREP": "i32", "NVB": "i32"}
 C, SB = cfg["C"], min(cfg.get("SB", 16), cfg["C"])
-cst = dict(NP2=2, LPT=False, ALGO=pk.ALGO_CHUNK_WS_T if trans else pk.ALGO_CHUNK, WS_P=fused or trans, C=C, BV=cfg["BV"], SB=SB,
+cst = dict(NP2=2, LPT=False, CHAIN_ALGO=pk.ALGO_CHUNK_WS, ALGO=pk.ALGO_CHUNK_WS_T if trans else pk.ALGO_CHUNK,
+           WS_P=fused or trans, C=C, BV=cfg["BV"], SB=SB,
            LOG2NB=(C // SB).bit_length() - 1, SCAN=0, HAS_STATE=True, PREC_QK=pk.P_BF16, PREC_T=pk.P_TF32,
            PREC_S=pk.P_BF16X2, PREC_Q=pk.P_BF16, PREC_O=pk.P_BF16, NHV=8, NHK=4, DK=128, INTERP=False)
 names = kern.arg_names

@@ -55,14 +55,16 @@ ROUNDS = {  # name, cfg (or a function of the workload), prec, min_T, max_T
         ("table-b", lambda w: K._pick(w["T"], w["N"]), None, 2000, BIG),
     ],
     "r9": [  # (prepared, not yet run) the prep cap only where N >= 16: the N <= 15 two-launch row uncapped;
-             # the transposed chain (cfg "trans", ALGO_CHUNK_WS_T) with BV 16 / 32 (4 warps) and 64 (8 warps)
-        ("table-a", lambda w: K._pick(w["T"], w["N"]), None, 2000, BIG),
+             # the transposed chain (cfg "trans", ALGO_CHUNK_WS_T) with BV 16 / 32 (4 warps) and 64 (8 warps),
+             # and as the fused launch's chain role (BV 16, 2 stages) where the table takes the fused launch
+        ("table-a", lambda w: K._pick(w["T"], w["N"]), None, 64, BIG),
+        ("fused-trans", dict(K._FUSED_CFG, num_stages=2, trans=True), None, 64, 2999),
         ("trans-BV16", dict(K._TWO_LAUNCH_CFG, num_stages=2, trans=True), None, 2000, BIG),
         ("trans-BV32", dict(K._TWO_LAUNCH_WIDE_CFG, trans=True), None, 2000, BIG),
         ("trans-BV64w8", dict(K._TWO_LAUNCH_WIDE_CFG, BV=64, num_warps=8, trans=True), None, 2000, BIG),
         ("nocap15-a", lambda w: dict(K._pick(w["T"], w["N"]), prep_maxnreg=None) if w["N"] <= 15
          else K._pick(w["T"], w["N"]), None, 3000, BIG),
-        ("table-b", lambda w: K._pick(w["T"], w["N"]), None, 2000, BIG),
+        ("table-b", lambda w: K._pick(w["T"], w["N"]), None, 64, BIG),
         ("nocap15-b", lambda w: dict(K._pick(w["T"], w["N"]), prep_maxnreg=None) if w["N"] <= 15
          else K._pick(w["T"], w["N"]), None, 3000, BIG),
     ],

@@ -483,8 +483,8 @@ def _gdn_prep_kernel(
 def _gdn_fused_kernel(
     q_ptr, k_ptr, v_ptr, s_ptr, alog_ptr, a_ptr, dtb_ptr, b_ptr, cu_ptr, o_ptr, ns_ptr, ws_ptr,
     wp_ptr, sync_ptr, scale, N, NPREP, NVB, NP2: tl.constexpr, LPT: tl.constexpr,
-    WS_P: tl.constexpr, C: tl.constexpr, BV: tl.constexpr, SB: tl.constexpr,
-    LOG2NB: tl.constexpr, SCAN: tl.constexpr, HAS_STATE: tl.constexpr,
+    CHAIN_ALGO: tl.constexpr, WS_P: tl.constexpr, C: tl.constexpr, BV: tl.constexpr,
+    SB: tl.constexpr, LOG2NB: tl.constexpr, SCAN: tl.constexpr, HAS_STATE: tl.constexpr,
     PREC_QK: tl.constexpr, PREC_T: tl.constexpr, PREC_S: tl.constexpr, PREC_Q: tl.constexpr,
     PREC_O: tl.constexpr, NHV: tl.constexpr, NHK: tl.constexpr, DK: tl.constexpr,
     INTERP: tl.constexpr,
@@ -510,10 +510,10 @@ def _gdn_fused_kernel(
         tl.debug_barrier()      # every thread's workspace stores before the releasing flag store
         tl.atomic_xchg(sync_ptr + 3 + t, want, sem="release")
     else:
-        u = t - NPREP           # ALGO 2 below is ALGO_CHUNK_WS (a jit function reads no globals)
+        u = t - NPREP           # CHAIN_ALGO: ALGO_CHUNK_WS or ALGO_CHUNK_WS_T
         _chain(u % NVB, u // NVB, q_ptr, k_ptr, v_ptr, s_ptr, alog_ptr, a_ptr, dtb_ptr, b_ptr,
                cu_ptr, o_ptr, ns_ptr, ws_ptr, wp_ptr, sync_ptr, want, scale, N, NP2, LPT, True,
-               2, WS_P, C, BV, SB, LOG2NB, SCAN, HAS_STATE, PREC_QK, PREC_T,
+               CHAIN_ALGO, WS_P, C, BV, SB, LOG2NB, SCAN, HAS_STATE, PREC_QK, PREC_T,
                PREC_S, PREC_Q, PREC_O, NHV, NHK, DK, INTERP)
     total = NPREP + NVB * N * NHV
     if tl.atomic_add(sync_ptr + 1, 1) == total - 1:
@@ -632,8 +632,8 @@ def _gdn_fused_kernel(
 # the state slice transposed ([BV, K]) so each dot's result is the next dot's left operand. Chain loop
 # per warp per step, sm_90: BV=32 4 warps 1513 -> 1383 instructions (stack 56 -> 32 B); BV=16 4 warps
 # 1157 (3 stages) -> 909 (2 stages, no spills); BV=64 8 warps 1292, no spills (the untransposed
-# BV=64 / 8 warps: 1872 and 264 B, measured +90 us at T = 8192). logs/scripts/prefill_sweep.py
-# round r9 runs it.
+# BV=64 / 8 warps: 1872 and 264 B, measured +90 us at T = 8192); as the fused launch's chain role
+# (cfg fused + trans, BV=16, 2 stages): 919. logs/scripts/prefill_sweep.py round r9 runs them.
 # B200 (148 SMs, sm_100a): UNMEASURED. The thresholds (96, 256, 3000 tokens, N = 16) and the V splits
 # come from H200 timings only; every entry is correct on any GPU (same code, mma.sync path).
 _ONE_LAUNCH_CFG = dict(C=32, BV=32, SB=16, num_warps=4, num_stages=2)
@@ -754,6 +754,7 @@ def _launch(algo, q, k, v, state, A_log, a, dt_bias, b, cu_seqlens, scale, outpu
             q_ptr=q, k_ptr=k, v_ptr=v, s_ptr=s_arg, alog_ptr=A_log, a_ptr=a, dtb_ptr=dt_bias,
             b_ptr=b, cu_ptr=cu_seqlens, o_ptr=output, ns_ptr=new_state, ws_ptr=ws, wp_ptr=wp,
             sync_ptr=sync, scale=scale, N=N, NPREP=nslot * HV, NVB=nvb, NP2=np2, LPT=lpt,
+            CHAIN_ALGO=ALGO_CHUNK_WS_T if cfg.get("trans", False) else ALGO_CHUNK_WS,
             WS_P=ws_p, C=C, BV=BV, SB=SB, LOG2NB=log2nb, SCAN=scan, HAS_STATE=has_state,
             NHV=HV, NHK=HK, DK=D, INTERP=not on_gpu, **p), chain_opts))
     elif use_ws:
