@@ -633,7 +633,7 @@ def _gdn_fused_kernel(
 # per warp per step, sm_90: BV=32 4 warps 1513 -> 1383 instructions (stack 56 -> 32 B); BV=16 4 warps
 # 1157 (3 stages) -> 909 (2 stages, no spills); BV=64 8 warps 1292, no spills (the untransposed
 # BV=64 / 8 warps: 1872 and 264 B, measured +90 us at T = 8192); as the fused launch's chain role
-# (cfg fused + trans, BV=16, 2 stages): 919. logs/scripts/prefill_sweep.py round r9 runs them.
+# (cfg fused + trans, BV=16, 2 stages): 919 against 1177. logs/scripts/prefill_sweep.py round r9 runs them.
 # B200 (148 SMs, sm_100a): UNMEASURED. The thresholds (96, 256, 3000 tokens, N = 16) and the V splits
 # come from H200 timings only; every entry is correct on any GPU (same code, mma.sync path).
 _ONE_LAUNCH_CFG = dict(C=32, BV=32, SB=16, num_warps=4, num_stages=2)
