@@ -103,6 +103,9 @@ def merge(out, shard_dirs):
                 entries = json.loads(path.read_text())
             except ValueError as exc:
                 raise DataError(path, f"not valid JSON ({exc}); nothing was merged") from None
+            if not isinstance(entries, dict):
+                raise DataError(path, f"expected an object of reference latencies, found {type(entries).__name__}; "
+                                      "nothing was merged")
             for key, value in entries.items():
                 cache.setdefault(key, value)
     for rel in added:   # rewritten whole: a partial last line that a killed run left in `out` goes, as in append_jsonl

@@ -1,7 +1,8 @@
 """Offline (no GPU): our one-launch prefill kernel must be lowered to mma.sync, not Hopper wgmma or
 Blackwell tcgen05, because Triton 3.6 miscompiles its chunk loop with wgmma (wrong states or an illegal
 memory access on the H200). The launcher sets DISABLE_MMA_V3/V5 around its launches; this checks that
-those knobs are what keeps wgmma out, for the one-launch config of the launch table, on sm_90 and sm_100.
+those knobs are what keeps wgmma out, for the one-launch config of the launch table, on sm_90 and sm_100;
+the fused launch and the transposed chain (a sweep knob) must build for both targets too.
 Compiles run in a fresh process: the interpreter mode the CPU tests use must not leak into them."""
 import json
 import os

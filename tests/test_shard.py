@@ -91,12 +91,13 @@ def test_merge_drops_a_partial_last_line_left_in_the_results_folder(tmp_path):
     assert (out / "runs.jsonl").read_text() == '{"run": 0}\n{"run": 1}\n'
 
 
-def test_merge_names_a_damaged_reference_cache_and_writes_nothing(tmp_path):
+@pytest.mark.parametrize("text,error", [('{"k1": 1.0, "k2"', "not valid JSON"), ("[1.0, 2.0]", "expected an object")])
+def test_merge_names_a_damaged_reference_cache_and_writes_nothing(tmp_path, text, error):
     from harness.jsonio import DataError
 
     out, shard = _folder_and_copy_with_a_run(tmp_path)
-    (shard / "reference_latency.json").write_text('{"k1": 1.0, "k2"')
-    with pytest.raises(DataError, match="s0/reference_latency.json: not valid JSON"):
+    (shard / "reference_latency.json").write_text(text)
+    with pytest.raises(DataError, match=f"s0/reference_latency.json: {error}"):
         merge(out, [shard])
     assert (out / "runs.jsonl").read_text() == '{"run": 0}\n'
 

@@ -746,31 +746,28 @@ def _launch(algo, q, k, v, state, A_log, a, dt_bias, b, cu_seqlens, scale, outpu
         if cfg.get(key):
             opts["maxnreg"] = cfg[key]
     fused = use_ws and cfg.get("fused", False)
+    chain_algo = ALGO_CHUNK_WS_T if cfg.get("trans", False) else ALGO_CHUNK_WS
+    # the chain's arguments, shared by the plain chain launch and the fused launch's chain role
+    chain_args = dict(
+        q_ptr=q, k_ptr=k, v_ptr=v, s_ptr=s_arg, alog_ptr=A_log, a_ptr=a, dtb_ptr=dt_bias,
+        b_ptr=b, cu_ptr=cu_seqlens, o_ptr=output, ns_ptr=new_state, ws_ptr=ws, wp_ptr=wp,
+        scale=scale, N=N, NP2=np2, LPT=lpt, WS_P=ws_p, C=C, BV=BV, SB=SB, LOG2NB=log2nb, SCAN=scan,
+        HAS_STATE=has_state, NHV=HV, NHK=HK, DK=D, INTERP=not on_gpu, **p)
     launches = []   # (jit function, grid, every argument by name, launch options)
     if fused:
         nvb = D // BV
         sync = _workspace("sync", 3 + nslot * HV, torch.int32, q.device, zero=True)
         launches.append((_gdn_fused_kernel, (nslot * HV + nvb * N * HV, 1, 1), dict(
-            q_ptr=q, k_ptr=k, v_ptr=v, s_ptr=s_arg, alog_ptr=A_log, a_ptr=a, dtb_ptr=dt_bias,
-            b_ptr=b, cu_ptr=cu_seqlens, o_ptr=output, ns_ptr=new_state, ws_ptr=ws, wp_ptr=wp,
-            sync_ptr=sync, scale=scale, N=N, NPREP=nslot * HV, NVB=nvb, NP2=np2, LPT=lpt,
-            CHAIN_ALGO=ALGO_CHUNK_WS_T if cfg.get("trans", False) else ALGO_CHUNK_WS,
-            WS_P=ws_p, C=C, BV=BV, SB=SB, LOG2NB=log2nb, SCAN=scan, HAS_STATE=has_state,
-            NHV=HV, NHK=HK, DK=D, INTERP=not on_gpu, **p), chain_opts))
-    elif use_ws:
-        launches.append((_gdn_prep_kernel, (nslot, HV, 1), dict(
-            q_ptr=q, k_ptr=k, alog_ptr=A_log, a_ptr=a, dtb_ptr=dt_bias, b_ptr=b, cu_ptr=cu_seqlens,
-            ws_ptr=ws, wp_ptr=wp, N=N, WS_P=ws_p, C=C, SB=SB, LOG2NB=log2nb, SCAN=scan,
-            NP2=np2, PREC_QK=p["PREC_QK"], PREC_T=p["PREC_T"],
-            NHV=HV, NHK=HK, DK=D), prep_opts))
-        algo = ALGO_CHUNK_WS_T if cfg.get("trans", False) else ALGO_CHUNK_WS
-    if not fused:
-        launches.append((_gdn_prefill_kernel, (D // BV, N * HV, 1), dict(
-            q_ptr=q, k_ptr=k, v_ptr=v, s_ptr=s_arg, alog_ptr=A_log, a_ptr=a, dtb_ptr=dt_bias,
-            b_ptr=b, cu_ptr=cu_seqlens, o_ptr=output, ns_ptr=new_state, ws_ptr=ws, wp_ptr=wp,
-            scale=scale, N=N, NP2=np2, LPT=lpt, ALGO=algo, WS_P=ws_p, C=C, BV=BV, SB=SB,
-            LOG2NB=log2nb, SCAN=scan, HAS_STATE=has_state, NHV=HV, NHK=HK, DK=D,
-            INTERP=not on_gpu, **p), chain_opts))
+            chain_args, sync_ptr=sync, NPREP=nslot * HV, NVB=nvb, CHAIN_ALGO=chain_algo), chain_opts))
+    else:
+        if use_ws:
+            launches.append((_gdn_prep_kernel, (nslot, HV, 1), dict(
+                q_ptr=q, k_ptr=k, alog_ptr=A_log, a_ptr=a, dtb_ptr=dt_bias, b_ptr=b, cu_ptr=cu_seqlens,
+                ws_ptr=ws, wp_ptr=wp, N=N, WS_P=ws_p, C=C, SB=SB, LOG2NB=log2nb, SCAN=scan,
+                NP2=np2, PREC_QK=p["PREC_QK"], PREC_T=p["PREC_T"],
+                NHV=HV, NHK=HK, DK=D), prep_opts))
+            algo = chain_algo
+        launches.append((_gdn_prefill_kernel, (D // BV, N * HV, 1), dict(chain_args, ALGO=algo), chain_opts))
     if not on_gpu:
         for fn, grid, args, opts in launches:
             fn[grid](**args, **opts)
