@@ -128,7 +128,7 @@ def test_two_launch_workspace_is_reused_and_stale_content_is_harmless():
 
 
 def test_two_launch_wide_variant():
-    # the N >= 16 entry of the table (BV = 32), on a small case
+    # the N >= 16 entry of the table (transposed chain, BV = 32), on a small case
     def fn(*args):
         pk._launch(pk.ALGO_CHUNK, *args, cfg=pk._TWO_LAUNCH_WIDE_CFG)
     run_and_check(fn, [0, 1, 33, 70, 100], seed=3, out_atol=2e-3)
@@ -163,9 +163,9 @@ def test_fused_variant_and_its_sync_words():
 
 @pytest.mark.parametrize("bv,warps,fused", [(16, 4, False), (64, 8, False), (16, 4, True)])
 def test_transposed_chain_variant(bv, warps, fused):
-    # sweep knob "trans" (ALGO_CHUNK_WS_T, not yet measured on a GPU, in no table row): the state slice
-    # held as [BV, K], a zero-length sequence and a partial last chunk included; also as the fused
-    # launch's chain role
+    # the transposed chain (cfg "trans", ALGO_CHUNK_WS_T; the table's fused and N >= 5 rows): the state
+    # slice held as [BV, K], a zero-length sequence and a partial last chunk included; also as the
+    # fused launch's chain role
     cfg = dict(pk._TWO_LAUNCH_CFG, BV=bv, num_warps=warps, num_stages=2, trans=True, fused=fused)
     run_and_check(lambda *a: pk._launch(pk.ALGO_CHUNK, *a, cfg=cfg) and None, [0, 0, 17, 18, 150, 300],
                   seed=3, out_atol=2e-3)
@@ -180,13 +180,16 @@ def test_bound_launch_only_where_triton_hands_constexprs_to_the_launcher():
 
 def test_launch_table():
     one, fused, two, wide = pk._ONE_LAUNCH_CFG, pk._FUSED_CFG, pk._TWO_LAUNCH_CFG, pk._TWO_LAUNCH_WIDE_CFG
-    assert pk._pick(6, 1) is one and pk._pick(95, 1) is one and pk._pick(255, 3) is one
+    two_t = pk._TWO_LAUNCH_T_CFG
+    assert pk._pick(6, 1) is one and pk._pick(95, 1) is one and pk._pick(179, 3) is one
     assert pk._pick(96, 1) is fused and pk._pick(2999, 1) is fused and pk._pick(96, 2) is one
-    assert pk._pick(256, 2) is fused and pk._pick(2999, 57) is fused
-    assert pk._pick(3000, 1) is two and pk._pick(8192, 15) is two
+    assert pk._pick(180, 2) is fused and pk._pick(2999, 57) is fused
+    assert pk._pick(3000, 1) is two and pk._pick(8192, 4) is two
+    assert pk._pick(3000, 5) is two_t and pk._pick(8192, 15) is two_t
     assert pk._pick(3000, 16) is wide and pk._pick(8192, 57) is wide
     assert not one.get("ws") and one["C"] == 32 and fused["fused"] and fused["ws"] and not two.get("fused")
-    assert two["BV"] == fused["BV"] == 16 and wide["BV"] == 32
+    assert two["BV"] == two_t["BV"] == fused["BV"] == 16 and wide["BV"] == 32
+    assert fused["trans"] and two_t["trans"] and wide["trans"] and not two.get("trans")
     for T, N in [(6, 1), (300, 3), (8192, 57)]:
         cfg = pk._pick(T, N)
         assert pk.D % cfg["BV"] == 0 and cfg["C"] % cfg["SB"] == 0
@@ -215,8 +218,9 @@ LONG_CASES = {   # name: (cu_seqlens, the launch-table row it must take)
     "fused-T2999-N40": ([round(i * 2999 / 40) for i in range(41)], 3),
     "two-launch-T8192-N1": ([0, 8192], 4),
     "two-launch-T8192-N3": ([0, 5000, 5001, 8192], 4),
-    "wide-T3000-N20": ([i * 150 for i in range(21)], 5),
-    "wide-T8192-N57": ([round(i * 8192 / 57) for i in range(58)], 5),
+    "two-launch-trans-T4124-N15": ([round(i * 4124 / 15) for i in range(16)], 5),
+    "wide-T3000-N20": ([i * 150 for i in range(21)], 6),
+    "wide-T8192-N57": ([round(i * 8192 / 57) for i in range(58)], 6),
 }
 
 
@@ -248,7 +252,8 @@ def test_gpu_recurrent_ablation_long():
 def test_gpu_fused_variant(cu):
     # the fused variant's roles really run concurrently here (the interpreter runs CTAs one by one);
     # twice, so the second call must wait for its own epoch's flags
-    for cfg in (pk._FUSED_CFG, dict(pk._FUSED_CFG, BV=32, num_stages=2)):   # the table's entry, and BV = 32
+    # the table's entry, BV = 32, and the untransposed chain role
+    for cfg in (pk._FUSED_CFG, dict(pk._FUSED_CFG, BV=32), dict(pk._FUSED_CFG, num_stages=3, trans=False)):
         fn = lambda *a, cfg=cfg: pk._launch(pk.ALGO_CHUNK, *a, cfg=cfg) and None  # noqa: E731
         for seed in (11, 12):
             run_and_check(fn, cu, seed=seed, out_atol=2e-3)

@@ -54,7 +54,7 @@ ROUNDS = {  # name, cfg (or a function of the workload), prec, min_T, max_T
         ("both168", lambda w: dict(K._pick(w["T"], w["N"]), maxnreg=168, prep_maxnreg=168), None, 3000, BIG),
         ("table-b", lambda w: K._pick(w["T"], w["N"]), None, 2000, BIG),
     ],
-    "r9": [  # (prepared, not yet run) the prep cap only where N >= 16: the N <= 15 two-launch row uncapped;
+    "r9": [  # (at 134dd3b) the prep cap only where N >= 16: the N <= 15 two-launch row uncapped;
              # the transposed chain (cfg "trans", ALGO_CHUNK_WS_T) with BV 16 / 32 (4 warps) and 64 (8 warps),
              # and as the fused launch's chain role (BV 16, 2 stages) where the table takes the fused launch
         ("table-a", lambda w: K._pick(w["T"], w["N"]), None, 64, BIG),
@@ -69,7 +69,34 @@ ROUNDS = {  # name, cfg (or a function of the workload), prec, min_T, max_T
          else K._pick(w["T"], w["N"]), None, 3000, BIG),
     ],
 }
-CANDS = ROUNDS[os.environ.get("ROUND", "r9")]
+# the launch table of 134dd3b (r10 runs it beside this commit's table)
+_R9_TABLE = [(95, None, K._ONE_LAUNCH_CFG),
+             (2999, 1, dict(K._FUSED_CFG, num_stages=3, trans=False)),
+             (255, None, K._ONE_LAUNCH_CFG),
+             (2999, None, dict(K._FUSED_CFG, num_stages=3, trans=False)),
+             (None, 15, K._TWO_LAUNCH_CFG),
+             (None, None, dict(K._TWO_LAUNCH_WIDE_CFG, trans=False))]
+
+
+def _pick_r9(w):
+    return next(c for t, n, c in _R9_TABLE if (t is None or w["T"] <= t) and (n is None or w["N"] <= n))
+
+
+ROUNDS["r10"] = [  # this commit's table (the transposed chain in the fused and N >= 5 rows) against 134dd3b's,
+                   # plus transposed variants: 3 stages (BV16, fused), 8 warps (BV32), the fused launch at
+                   # BV32 on the long calls, and the prep uncapped for N <= 4
+    ("old-a", _pick_r9, None, 64, BIG),
+    ("new-a", lambda w: K._pick(w["T"], w["N"]), None, 64, BIG),
+    ("trans-BV16-3st", dict(K._TWO_LAUNCH_T_CFG, num_stages=3), None, 2000, BIG),
+    ("fused-trans-3st", dict(K._FUSED_CFG, num_stages=3), None, 64, 2999),
+    ("fused-trans-BV32", dict(K._FUSED_CFG, BV=32), None, 2000, BIG),
+    ("trans-BV32w8", dict(K._TWO_LAUNCH_WIDE_CFG, num_warps=8), None, 2000, BIG),
+    ("new-nocap4", lambda w: dict(K._pick(w["T"], w["N"]), prep_maxnreg=None) if w["N"] <= 4
+     else K._pick(w["T"], w["N"]), None, 3000, BIG),
+    ("old-b", _pick_r9, None, 64, BIG),
+    ("new-b", lambda w: K._pick(w["T"], w["N"]), None, 64, BIG),
+]
+CANDS = ROUNDS[os.environ.get("ROUND", "r10")]
 if os.environ.get("CANDS"):
     CANDS = [c for c in CANDS if c[0] in os.environ["CANDS"].split(",")]
 
@@ -142,7 +169,7 @@ for name, cfg, prec, tmin, tmax in CANDS:
     print(f"{name}: {len(per)} wl, mean {statistics.mean(per.values()) if per else 0:.1f} us, regs "
           f"{res.get('regs')} spills {res.get('spills')} smem {res.get('shared')}, fails {fails}, max err out/state {emax}, "
           f"{res['wall_s']} s {res.get('error', '')}", flush=True)
-    json.dump(dict(workloads=wls, results=results), open(f"{OUT}/prefill_sweep_{os.environ.get('ROUND', 'r9')}.json", "w"))
+    json.dump(dict(workloads=wls, results=results), open(f"{OUT}/prefill_sweep_{os.environ.get('ROUND', 'r10')}.json", "w"))
 
 # summary: per T bucket, mean of each candidate over the workloads it ran, and the per-workload oracle
 def bucket(T):

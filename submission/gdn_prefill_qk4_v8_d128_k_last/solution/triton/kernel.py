@@ -638,15 +638,17 @@ def _gdn_fused_kernel(
 # come from H200 timings only; every entry is correct on any GPU (same code, mma.sync path).
 _ONE_LAUNCH_CFG = dict(C=32, BV=32, SB=16, num_warps=4, num_stages=2)
 _TWO_LAUNCH_CFG = dict(C=64, BV=16, SB=16, num_warps=4, num_stages=3, ws=True, ws_p=True, prep_maxnreg=168)
+_TWO_LAUNCH_T_CFG = dict(_TWO_LAUNCH_CFG, num_stages=2, trans=True)
 _TWO_LAUNCH_WIDE_CFG = dict(C=64, BV=32, SB=16, num_warps=4, num_stages=2, ws=True, ws_p=True,
-                            prep_maxnreg=168)
-_FUSED_CFG = dict(C=64, BV=16, SB=16, num_warps=4, num_stages=3, ws=True, ws_p=True, fused=True)
+                            prep_maxnreg=168, trans=True)
+_FUSED_CFG = dict(C=64, BV=16, SB=16, num_warps=4, num_stages=2, ws=True, ws_p=True, fused=True, trans=True)
 _LAUNCH_TABLE = [
     (95, None, _ONE_LAUNCH_CFG),
     (2999, 1, _FUSED_CFG),
-    (255, None, _ONE_LAUNCH_CFG),
+    (179, None, _ONE_LAUNCH_CFG),
     (2999, None, _FUSED_CFG),
-    (None, 15, _TWO_LAUNCH_CFG),
+    (None, 4, _TWO_LAUNCH_CFG),
+    (None, 15, _TWO_LAUNCH_T_CFG),
     (None, None, _TWO_LAUNCH_WIDE_CFG),
 ]
 _DEFAULT_CFG = _TWO_LAUNCH_WIDE_CFG
