@@ -180,16 +180,18 @@ def test_bound_launch_only_where_triton_hands_constexprs_to_the_launcher():
 
 def test_launch_table():
     one, fused, two, wide = pk._ONE_LAUNCH_CFG, pk._FUSED_CFG, pk._TWO_LAUNCH_CFG, pk._TWO_LAUNCH_WIDE_CFG
-    two_t = pk._TWO_LAUNCH_T_CFG
+    two_t, fused3 = pk._TWO_LAUNCH_T_CFG, pk._FUSED_3STAGE_CFG
     assert pk._pick(6, 1) is one and pk._pick(95, 1) is one and pk._pick(179, 3) is one
-    assert pk._pick(96, 1) is fused and pk._pick(2999, 1) is fused and pk._pick(96, 2) is one
-    assert pk._pick(180, 2) is fused and pk._pick(2999, 57) is fused
+    assert pk._pick(96, 1) is fused3 and pk._pick(1400, 1) is fused3 and pk._pick(96, 2) is one
+    assert pk._pick(180, 2) is fused3 and pk._pick(1400, 3) is fused3 and pk._pick(180, 4) is fused
+    assert pk._pick(1401, 1) is fused and pk._pick(2999, 1) is fused and pk._pick(2999, 57) is fused
     assert pk._pick(3000, 1) is two and pk._pick(8192, 4) is two
     assert pk._pick(3000, 5) is two_t and pk._pick(8192, 15) is two_t
     assert pk._pick(3000, 16) is wide and pk._pick(8192, 57) is wide
     assert not one.get("ws") and one["C"] == 32 and fused["fused"] and fused["ws"] and not two.get("fused")
-    assert two["BV"] == two_t["BV"] == fused["BV"] == 16 and wide["BV"] == 32
-    assert fused["trans"] and two_t["trans"] and wide["trans"] and not two.get("trans")
+    assert two["BV"] == two_t["BV"] == fused["BV"] == fused3["BV"] == 16 and wide["BV"] == 32
+    assert fused3["num_stages"] == 3 and fused3["fused"]
+    assert fused["trans"] and fused3["trans"] and two_t["trans"] and wide["trans"] and not two.get("trans")
     for T, N in [(6, 1), (300, 3), (8192, 57)]:
         cfg = pk._pick(T, N)
         assert pk.D % cfg["BV"] == 0 and cfg["C"] % cfg["SB"] == 0
@@ -212,15 +214,16 @@ def test_entry_point_signature():
 # GPU: every entry of the launch table and the ablation on contest-sized shapes (production operand
 # precisions, official rule; errors must not grow with sequence length)
 LONG_CASES = {   # name: (cu_seqlens, the launch-table row it must take)
-    "one-launch-T200-N3": ([0, 60, 130, 200], 2),
-    "fused-T200-N1": ([0, 200], 1),
-    "fused-T2107-N1": ([0, 2107], 1),
-    "fused-T2999-N40": ([round(i * 2999 / 40) for i in range(41)], 3),
-    "two-launch-T8192-N1": ([0, 8192], 4),
-    "two-launch-T8192-N3": ([0, 5000, 5001, 8192], 4),
-    "two-launch-trans-T4124-N15": ([round(i * 4124 / 15) for i in range(16)], 5),
-    "wide-T3000-N20": ([i * 150 for i in range(21)], 6),
-    "wide-T8192-N57": ([round(i * 8192 / 57) for i in range(58)], 6),
+    "one-launch-T170-N3": ([0, 60, 130, 170], 2),
+    "fused3-T200-N1": ([0, 200], 1),
+    "fused3-T983-N2": ([0, 886, 983], 3),
+    "fused-T2107-N1": ([0, 2107], 4),
+    "fused-T2999-N40": ([round(i * 2999 / 40) for i in range(41)], 4),
+    "two-launch-T8192-N1": ([0, 8192], 5),
+    "two-launch-T8192-N3": ([0, 5000, 5001, 8192], 5),
+    "two-launch-trans-T4124-N15": ([round(i * 4124 / 15) for i in range(16)], 6),
+    "wide-T3000-N20": ([i * 150 for i in range(21)], 7),
+    "wide-T8192-N57": ([round(i * 8192 / 57) for i in range(58)], 7),
 }
 
 

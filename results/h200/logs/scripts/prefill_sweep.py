@@ -59,7 +59,7 @@ ROUNDS = {  # name, cfg (or a function of the workload), prec, min_T, max_T
              # and as the fused launch's chain role (BV 16, 2 stages) where the table takes the fused launch
         ("table-a", lambda w: K._pick(w["T"], w["N"]), None, 64, BIG),
         ("fused-trans", dict(K._FUSED_CFG, num_stages=2, trans=True), None, 64, 2999),
-        ("trans-BV16", dict(K._TWO_LAUNCH_CFG, num_stages=2, trans=True), None, 2000, BIG),
+        ("trans-BV16", dict(K._TWO_LAUNCH_CFG, num_stages=2, trans=True, prep_maxnreg=168), None, 2000, BIG),
         ("trans-BV32", dict(K._TWO_LAUNCH_WIDE_CFG, trans=True), None, 2000, BIG),
         ("trans-BV64w8", dict(K._TWO_LAUNCH_WIDE_CFG, BV=64, num_warps=8, trans=True), None, 2000, BIG),
         ("nocap15-a", lambda w: dict(K._pick(w["T"], w["N"]), prep_maxnreg=None) if w["N"] <= 15
@@ -74,7 +74,7 @@ _R9_TABLE = [(95, None, K._ONE_LAUNCH_CFG),
              (2999, 1, dict(K._FUSED_CFG, num_stages=3, trans=False)),
              (255, None, K._ONE_LAUNCH_CFG),
              (2999, None, dict(K._FUSED_CFG, num_stages=3, trans=False)),
-             (None, 15, K._TWO_LAUNCH_CFG),
+             (None, 15, dict(K._TWO_LAUNCH_CFG, prep_maxnreg=168)),
              (None, None, dict(K._TWO_LAUNCH_WIDE_CFG, trans=False))]
 
 
@@ -96,7 +96,23 @@ ROUNDS["r10"] = [  # this commit's table (the transposed chain in the fused and 
     ("old-b", _pick_r9, None, 64, BIG),
     ("new-b", lambda w: K._pick(w["T"], w["N"]), None, 64, BIG),
 ]
-CANDS = ROUNDS[os.environ.get("ROUND", "r10")]
+_R10_TABLE = [(95, None, K._ONE_LAUNCH_CFG), (2999, 1, K._FUSED_CFG), (179, None, K._ONE_LAUNCH_CFG),
+              (2999, None, K._FUSED_CFG), (None, 4, dict(K._TWO_LAUNCH_CFG, prep_maxnreg=168)),
+              (None, 15, K._TWO_LAUNCH_T_CFG), (None, None, K._TWO_LAUNCH_WIDE_CFG)]
+
+
+def _pick_r10(w):
+    return next(c for t, n, c in _R10_TABLE if (t is None or w["T"] <= t) and (n is None or w["N"] <= n))
+
+
+ROUNDS["r11"] = [  # this commit's table (3-stage fused launch up to T = 1400 with N <= 3, the N <= 4 prep
+                   # uncapped) against 2fa9178's (round 10's "new"), on the rows that differ
+    ("r10tab-a", _pick_r10, None, 96, BIG),
+    ("new-a", lambda w: K._pick(w["T"], w["N"]), None, 96, BIG),
+    ("r10tab-b", _pick_r10, None, 96, BIG),
+    ("new-b", lambda w: K._pick(w["T"], w["N"]), None, 96, BIG),
+]
+CANDS = ROUNDS[os.environ.get("ROUND", "r11")]
 if os.environ.get("CANDS"):
     CANDS = [c for c in CANDS if c[0] in os.environ["CANDS"].split(",")]
 
@@ -169,7 +185,7 @@ for name, cfg, prec, tmin, tmax in CANDS:
     print(f"{name}: {len(per)} wl, mean {statistics.mean(per.values()) if per else 0:.1f} us, regs "
           f"{res.get('regs')} spills {res.get('spills')} smem {res.get('shared')}, fails {fails}, max err out/state {emax}, "
           f"{res['wall_s']} s {res.get('error', '')}", flush=True)
-    json.dump(dict(workloads=wls, results=results), open(f"{OUT}/prefill_sweep_{os.environ.get('ROUND', 'r10')}.json", "w"))
+    json.dump(dict(workloads=wls, results=results), open(f"{OUT}/prefill_sweep_{os.environ.get('ROUND', 'r11')}.json", "w"))
 
 # summary: per T bucket, mean of each candidate over the workloads it ran, and the per-workload oracle
 def bucket(T):

@@ -637,15 +637,17 @@ def _gdn_fused_kernel(
 # B200 (148 SMs, sm_100a): UNMEASURED. The thresholds (96, 256, 3000 tokens, N = 16) and the V splits
 # come from H200 timings only; every entry is correct on any GPU (same code, mma.sync path).
 _ONE_LAUNCH_CFG = dict(C=32, BV=32, SB=16, num_warps=4, num_stages=2)
-_TWO_LAUNCH_CFG = dict(C=64, BV=16, SB=16, num_warps=4, num_stages=3, ws=True, ws_p=True, prep_maxnreg=168)
-_TWO_LAUNCH_T_CFG = dict(_TWO_LAUNCH_CFG, num_stages=2, trans=True)
+_TWO_LAUNCH_CFG = dict(C=64, BV=16, SB=16, num_warps=4, num_stages=3, ws=True, ws_p=True)
+_TWO_LAUNCH_T_CFG = dict(_TWO_LAUNCH_CFG, num_stages=2, trans=True, prep_maxnreg=168)
 _TWO_LAUNCH_WIDE_CFG = dict(C=64, BV=32, SB=16, num_warps=4, num_stages=2, ws=True, ws_p=True,
                             prep_maxnreg=168, trans=True)
 _FUSED_CFG = dict(C=64, BV=16, SB=16, num_warps=4, num_stages=2, ws=True, ws_p=True, fused=True, trans=True)
+_FUSED_3STAGE_CFG = dict(_FUSED_CFG, num_stages=3)
 _LAUNCH_TABLE = [
     (95, None, _ONE_LAUNCH_CFG),
-    (2999, 1, _FUSED_CFG),
+    (1400, 1, _FUSED_3STAGE_CFG),
     (179, None, _ONE_LAUNCH_CFG),
+    (1400, 3, _FUSED_3STAGE_CFG),
     (2999, None, _FUSED_CFG),
     (None, 4, _TWO_LAUNCH_CFG),
     (None, 15, _TWO_LAUNCH_T_CFG),
