@@ -2,7 +2,7 @@
 Blackwell tcgen05, because Triton 3.6 miscompiles its chunk loop with wgmma (wrong states or an illegal
 memory access on the H200). The launcher sets DISABLE_MMA_V3/V5 around its launches; this checks that
 those knobs are what keeps wgmma out, for the one-launch config of the launch table, on sm_90 and sm_100;
-the fused launch and the transposed chain (a sweep knob) must build for both targets too.
+the fused launch and the transposed chain (the table's chain from N >= 5) must build for both targets too.
 Compiles run in a fresh process: the interpreter mode the CPU tests use must not leak into them."""
 import json
 import os
@@ -27,15 +27,16 @@ arch, knobs = int(sys.argv[2]), sys.argv[3] == "1"
 if knobs:
     os.environ.update(pk._MMA_ENV)
 fused = sys.argv[4] == "fused"
-trans = sys.argv[4] == "trans"      # the transposed chain (ALGO_CHUNK_WS_T) with BV = 64 and 8 warps
-cfg = pk._FUSED_CFG if fused else dict(pk._TWO_LAUNCH_WIDE_CFG, BV=64, num_warps=8) if trans else pk._ONE_LAUNCH_CFG
+trans = sys.argv[4] == "trans"      # the N >= 16 row's chain launch (ALGO_CHUNK_WS_T, BV = 32)
+cfg = pk._FUSED_CFG if fused else pk._TWO_LAUNCH_WIDE_CFG if trans else pk._ONE_LAUNCH_CFG
+assert not (fused or trans) or cfg["trans"]    # the table's fused and wide rows take the transposed chain
 kern = pk._gdn_fused_kernel if fused else pk._gdn_prefill_kernel
 types = {"q_ptr": "*bf16", "k_ptr": "*bf16", "v_ptr": "*bf16", "s_ptr": "*fp32", "alog_ptr": "*fp32",
          "a_ptr": "*bf16", "dtb_ptr": "*fp32", "b_ptr": "*bf16", "cu_ptr": "*i64", "o_ptr": "*bf16",
          "ns_ptr": "*fp32", "ws_ptr": "*fp32", "wp_ptr": "*bf16", "scale": "fp32", "N": "i32",
          "sync_ptr": "*i32", "NPREP": "i32", "NVB": "i32"}
 C, SB = cfg["C"], min(cfg.get("SB", 16), cfg["C"])
-cst = dict(NP2=2, LPT=False, CHAIN_ALGO=pk.ALGO_CHUNK_WS, ALGO=pk.ALGO_CHUNK_WS_T if trans else pk.ALGO_CHUNK,
+cst = dict(NP2=2, LPT=False, CHAIN_ALGO=pk.ALGO_CHUNK_WS_T, ALGO=pk.ALGO_CHUNK_WS_T if trans else pk.ALGO_CHUNK,
            WS_P=fused or trans, C=C, BV=cfg["BV"], SB=SB,
            LOG2NB=(C // SB).bit_length() - 1, SCAN=0, HAS_STATE=True, PREC_QK=pk.P_BF16, PREC_T=pk.P_TF32,
            PREC_S=pk.P_BF16X2, PREC_Q=pk.P_BF16, PREC_O=pk.P_BF16, NHV=8, NHK=4, DK=128, INTERP=False)
@@ -77,7 +78,7 @@ def test_fused_variant_compiles_with_mma_sync_and_atomics(arch, tmp_path):
 
 @pytest.mark.parametrize("arch", [90, 100])
 def test_transposed_chain_compiles_with_mma_sync(arch, tmp_path):
-    # the transposed chain (sweep knob "trans"; not yet measured on a GPU) builds for both targets
+    # the table's transposed chain launch (cfg "trans", the N >= 16 row) builds for both targets
     assert _lowering(arch, True, tmp_path, "trans") == {"wgmma": False, "mma_sync": True, "tcgen05": False,
                                                         "atomics": False}
 

@@ -40,8 +40,8 @@ I/O and output stores are shared:
                    the serial per-sequence chain then only does the H-dependent dots
     ALGO_RECURRENT token-by-token register-resident recurrence, no tensor cores (the ablation:
                    `kernel_recurrent`)
-    ALGO_CHUNK_WS_T ALGO_CHUNK_WS with the state slice held transposed, [BV, K] (cfg "trans", a
-                   sweep knob in no table row: fewer instructions offline, NOT MEASURED on a GPU)
+    ALGO_CHUNK_WS_T ALGO_CHUNK_WS with the state slice held transposed, [BV, K] (cfg "trans"):
+                   the chain of the fused launch and of the two-launch rows with N >= 5
 A launch config with "fused" runs ALGO_CHUNK_WS's two launches as two roles of one launch
 (_gdn_fused_kernel: tickets, per-chunk flags, spin-waits): no host time between the roles.
 `kernel` picks ALGO_CHUNK (one launch), the fused launch or ALGO_CHUNK_WS (two launches) from the
@@ -215,7 +215,7 @@ def _chunk_apply_t(Ht, Tm, P, q, k, vt, G, beta, scale, PREC_T: tl.constexpr,
     """_chunk_apply transposed (ALGO_CHUNK_WS_T): the state slice as Ht = S[v0:v0+BV, :] ([BV, K])
     and the value-side tiles as [BV, C], so every tensor-core result feeds the next dot as its
     left operand. Offline (ptxas sm_90) its chain loop has 9-30 % fewer instructions per step and
-    fewer spills than ALGO_CHUNK_WS at the same BV; NOT MEASURED on a GPU, in no table row."""
+    fewer spills than ALGO_CHUNK_WS at the same BV (H200: rounds 9-11 beside the launch table)."""
     PS: tl.constexpr = 5 if PREC_S == 4 else PREC_S     # P_BF16X2 -> P_BF16X2A: split the left operand
     gC = tl.min(G, axis=0)
     gam = tl.exp(G)
@@ -530,13 +530,15 @@ def _gdn_fused_kernel(
 # on an H200 (132 SMs) against a float64 reference (official rule, 0 failing elements; output
 # max abs err ~1e-3, state ~1e-3 up to T = 8192, N = 57 and a 5258-token sequence) and timed on
 # all 100 workload shapes (stand-in cu_seqlens, cold L2, GPU time of the call, median of 5):
-#   T <  256: one launch, C=32, BV=32     (fastest below ~256 tokens: ~11 us for one chunk,
+#   T <  180: one launch, C=32, BV=32     (fastest below ~180 tokens: ~11 us for one chunk,
 #             +~6.5 us per further 32-token chunk of the longest sequence), except N = 1 from
 #             96 tokens on (one sequence: its serial chunks are the whole call): fused, below
-#   256 <= T < 3000: fused (the two launches' roles in one launch, BV=16, 3 stages)
+#   180 <= T < 3000: fused (the two launches' roles in one launch, BV=16, transposed chain;
+#             3 stages up to 1400 tokens with N <= 3, else 2)
 #   T >= 3000: two launches (ws): Tm and P of every (chunk, head) in parallel first, then the
-#             serial per-sequence chain; BV=16 with 3 stages (N <= 15: few sequences, so more
-#             V slices) or BV=32 (N >= 16); the prep kernel capped at 168 registers
+#             serial per-sequence chain; BV=16 (N <= 15: few sequences, so more V slices; N <= 4
+#             the untransposed chain with 3 stages, else the transposed one with 2) or the
+#             transposed BV=32 (N >= 16); the prep kernel capped at 168 registers from N = 5
 #   one-launch C=32/BV=32 on everything: 133.9 us mean (earlier sweep).
 # Per-launch GPU times on the H200 (torch.profiler, cold L2, median of 5; results/h200/logs/
 # prefill_diag.json), prep + chain in us, 4 warps, 2 stages:
@@ -628,14 +630,29 @@ def _gdn_fused_kernel(
 # only k (needed so that a non-finite value in the next sequence cannot leak in through 0 * inf):
 # 1489 / 1052. Without any zeroing (finite inputs assumed): 1303 / 863, the only clear cut; not
 # worth a semantic difference from the reference without a GPU measurement.
-# Prepared offline, NOT MEASURED (cfg "trans", ALGO_CHUNK_WS_T, _chunk_apply_t): the same chain with
-# the state slice transposed ([BV, K]) so each dot's result is the next dot's left operand. Chain loop
-# per warp per step, sm_90: BV=32 4 warps 1513 -> 1383 instructions (stack 56 -> 32 B); BV=16 4 warps
-# 1157 (3 stages) -> 909 (2 stages, no spills); BV=64 8 warps 1292, no spills (the untransposed
-# BV=64 / 8 warps: 1872 and 264 B, measured +90 us at T = 8192); as the fused launch's chain role
-# (cfg fused + trans, BV=16, 2 stages): 919 against 1177. logs/scripts/prefill_sweep.py round r9 runs them.
-# B200 (148 SMs, sm_100a): UNMEASURED. The thresholds (96, 256, 3000 tokens, N = 16) and the V splits
-# come from H200 timings only; every entry is correct on any GPU (same code, mma.sync path).
+# The transposed chain (cfg "trans", ALGO_CHUNK_WS_T, _chunk_apply_t): the state slice held as [BV, K]
+# so each dot's result is the next dot's left operand. Chain loop per warp per step (offline, sm_90):
+# BV=32 4 warps 1513 -> 1383 instructions (stack 56 -> 32 B); BV=16 4 warps 1157 (3 stages) -> 909
+# (2 stages, no spills); BV=64 8 warps 1292, no spills; the fused launch's chain role (BV=16, 2
+# stages) 919 against 1177.
+# Round 9 (logs/prefill_sweep_r9.json, at 134dd3b, same method): transposed BV32 at T = 8192 -11.5 ..
+# -15.8 us on all 16 (202.8 -> 189.6) and 4124/15 -12.7, but +7..+82 on N <= 13 below T = 8192;
+# transposed BV16 (2 stages) -4..-8 us on 3028/5, 3999/13, 4124/15, +13..+40 on N <= 2 and at T = 8192;
+# BV64 with 8 warps +5..+263; the fused launch with the transposed chain (BV16, 2 stages) -0.4..-20 us
+# from T = 97 on (one launch stays better below ~180 tokens: 185/2 and 248/2 -4 us, 118-139 +5..+6).
+# The prep uncapped for N <= 15: 3028/5, 3271/2, 5709/2 -4..-6 us (one sample +6.6), N >= 13 +1..+5.
+# Round 10 (logs/prefill_sweep_r10.json, at 2fa9178, whose table took the round-9 winners): that table
+# against 134dd3b's, twice each, interleaved: 90.2 -> 85.4 us over the 72 calls with T >= 64 (T = 8192
+# 202.7 -> 189.6, T < 2048 76.4 -> 70.9). The fused launch with 3 stages (120 KB of shared memory, 1 CTA
+# per SM): -4..-13 us on 14 calls from 114 to 1377 tokens with N <= 3, +4..+24 with N = 4 or from 1592
+# tokens on: adopted for T <= 1400, N <= 3. Transposed BV16 with 3 stages (1 CTA per SM): +145..+227
+# at T = 8192; the fused launch at BV32: +31 at T = 8192; transposed BV32 with 8 warps (245 registers,
+# still 1 CTA per SM): +73. The N <= 4 row's prep uncapped: 3271/2 -3.6, 5709/2 -1.4: adopted.
+# Round 11 (logs/prefill_sweep_r11.json, at dde6179): this table against 2fa9178's on the 60 calls with
+# T >= 96: 98.6 -> 97.0 us (T < 2048 70.8 -> 66.2). Harness pass at dde6179: all 100: 64.0 us, T = 8192
+# 190.0 us (167-216) (results/h200 traces).
+# B200 (148 SMs, sm_100a): UNMEASURED. The thresholds (96, 180, 1400, 3000 tokens, N = 1/3/4/15) and the
+# V splits come from H200 timings only; every entry is correct on any GPU (same code, mma.sync path).
 _ONE_LAUNCH_CFG = dict(C=32, BV=32, SB=16, num_warps=4, num_stages=2)
 _TWO_LAUNCH_CFG = dict(C=64, BV=16, SB=16, num_warps=4, num_stages=3, ws=True, ws_p=True)
 _TWO_LAUNCH_T_CFG = dict(_TWO_LAUNCH_CFG, num_stages=2, trans=True, prep_maxnreg=168)
