@@ -674,7 +674,6 @@ _LAUNCH_TABLE = [
     (None, 15, _TWO_LAUNCH_T_CFG),
     (None, None, _TWO_LAUNCH_WIDE_CFG),
 ]
-_DEFAULT_CFG = _TWO_LAUNCH_WIDE_CFG
 # From this many sequences on, CTAs take sequences longest first (_longest_first). Round 4
 # (results/h200/logs/prefill_sweep_r4.json, official span, twice each, interleaved): on for all,
 # T = 8192 216.5 -> 204.6 us, 4124/15 and 3999/13 144/154 -> 125/122 us (several waves of CTAs:
@@ -725,10 +724,9 @@ def _workspace(name, numel, dtype, device, zero=False):
 
 
 def _pick(T, N):
-    for max_t, max_n, cfg in _LAUNCH_TABLE:
-        if (max_t is None or T <= max_t) and (max_n is None or N <= max_n):
-            return cfg
-    return _DEFAULT_CFG
+    # the last row has no bounds, so some row always matches
+    return next(cfg for max_t, max_n, cfg in _LAUNCH_TABLE
+                if (max_t is None or T <= max_t) and (max_n is None or N <= max_n))
 
 
 def _launch(algo, q, k, v, state, A_log, a, dt_bias, b, cu_seqlens, scale, output, new_state,
