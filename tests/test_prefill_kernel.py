@@ -171,6 +171,18 @@ def test_transposed_chain_variant(bv, warps, fused):
                   seed=3, out_atol=2e-3)
 
 
+def test_split_prep_variant_writes_every_slot():
+    # sweep knob "prep_split" (not yet measured on a GPU, in no table row): the first launch's CTAs
+    # compute either Tm or P of a (chunk, head). The workspaces start as NaN, so a slot that neither
+    # role wrote would poison the outputs.
+    cu = [0, 0, 17, 18, 150, 300]
+    nslot = 300 // 64 + (len(cu) - 1) + 1
+    pk._workspace("tm", nslot * 8 * 64 * 64, torch.float32, DEVICE).fill_(float("nan"))
+    pk._workspace("p", nslot * 8 * 64 * 64, torch.bfloat16, DEVICE).fill_(float("nan"))
+    cfg = dict(pk._TWO_LAUNCH_WIDE_CFG, prep_split=True)
+    run_and_check(lambda *a: pk._launch(pk.ALGO_CHUNK, *a, cfg=cfg) and None, cu, seed=3, out_atol=2e-3)
+
+
 def test_bound_launch_only_where_triton_hands_constexprs_to_the_launcher():
     # 3.3 changed what a compiled kernel's launcher takes; older Triton must use the plain launch path
     assert pk._triton_passes_constexprs("3.6.0") and pk._triton_passes_constexprs("3.3.1+git1234")
@@ -240,6 +252,14 @@ def test_gpu_launch_table_on_contest_shapes(cu, row):
 def test_gpu_transposed_chain(bv, warps, fused):
     # the transposed chain with production precisions (its state dots split the left operand)
     cfg = dict(pk._TWO_LAUNCH_CFG, BV=bv, num_warps=warps, num_stages=2, trans=True, fused=fused)
+    for cu in ([0, 2107], [round(i * 8192 / 57) for i in range(58)]):
+        run_and_check(lambda *a: pk._launch(pk.ALGO_CHUNK, *a, cfg=cfg) and None, cu, seed=7, out_atol=2e-3)
+
+
+@pytest.mark.gpu
+def test_gpu_split_prep():
+    # the split prep (sweep knob "prep_split") with production precisions, on the table's wide row
+    cfg = dict(pk._TWO_LAUNCH_WIDE_CFG, prep_split=True)
     for cu in ([0, 2107], [round(i * 8192 / 57) for i in range(58)]):
         run_and_check(lambda *a: pk._launch(pk.ALGO_CHUNK, *a, cfg=cfg) and None, cu, seed=7, out_atol=2e-3)
 

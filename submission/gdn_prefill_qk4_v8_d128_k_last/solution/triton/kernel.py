@@ -405,10 +405,10 @@ def _chain(pid_v, pid_nh, q_ptr, k_ptr, v_ptr, s_ptr, alog_ptr, a_ptr, dtb_ptr, 
 
 @triton.jit
 def _prep_slot(slot, h, q_ptr, k_ptr, alog_ptr, a_ptr, dtb_ptr, b_ptr, cu_ptr, ws_ptr, wp_ptr, N,
-               WS_P: tl.constexpr, C: tl.constexpr, SB: tl.constexpr, LOG2NB: tl.constexpr,
-               SCAN: tl.constexpr, NP2: tl.constexpr, PREC_QK: tl.constexpr,
+               DO_TM: tl.constexpr, WS_P: tl.constexpr, C: tl.constexpr, SB: tl.constexpr,
+               LOG2NB: tl.constexpr, SCAN: tl.constexpr, NP2: tl.constexpr, PREC_QK: tl.constexpr,
                PREC_T: tl.constexpr, NHV: tl.constexpr, NHK: tl.constexpr, DK: tl.constexpr):
-    """Tm (and P) of workspace slot `slot`, head h.
+    """Tm (if DO_TM) and P (if WS_P) of workspace slot `slot`, head h.
 
     Chunk j of sequence n lives in slot bos_n // C + n + j; the slots of distinct chunks are
     distinct and all below T // C + N + 1 (floor(b/C) + ceil(L/C) <= floor((b+L)/C) + 1).
@@ -433,10 +433,11 @@ def _prep_slot(slot, h, q_ptr, k_ptr, alog_ptr, a_ptr, dtb_ptr, b_ptr, cu_ptr, w
         valid = tok < eos
         qk_off = tok[:, None] * (NHK * DK) + hq * DK + kx[None, :]
         w_off = (slot * NHV + h) * (C * C) + r[:, None] * C + r[None, :]
-        k = tl.load(k_ptr + qk_off, mask=valid[:, None], other=0.0)
-        lg, beta = _chunk_gates(a_ptr, b_ptr, tok, valid, h, alog, dtb, NHV)
-        Tm = _chunk_tm(k, _cumsum(lg, C, SCAN), beta, C, SB, LOG2NB, PREC_QK, PREC_T)
-        tl.store(ws_ptr + w_off, Tm)
+        if DO_TM:
+            k = tl.load(k_ptr + qk_off, mask=valid[:, None], other=0.0)
+            lg, beta = _chunk_gates(a_ptr, b_ptr, tok, valid, h, alog, dtb, NHV)
+            Tm = _chunk_tm(k, _cumsum(lg, C, SCAN), beta, C, SB, LOG2NB, PREC_QK, PREC_T)
+            tl.store(ws_ptr + w_off, Tm)
         if WS_P:
             k = tl.load(k_ptr + qk_off, mask=valid[:, None], other=0.0)
             lg, beta = _chunk_gates(a_ptr, b_ptr, tok, valid, h, alog, dtb, NHV)
@@ -471,12 +472,24 @@ def _gdn_prep_kernel(
     WS_P: tl.constexpr, C: tl.constexpr, SB: tl.constexpr, LOG2NB: tl.constexpr,
     SCAN: tl.constexpr, NP2: tl.constexpr,
     PREC_QK: tl.constexpr, PREC_T: tl.constexpr,
-    NHV: tl.constexpr, NHK: tl.constexpr, DK: tl.constexpr,
+    NHV: tl.constexpr, NHK: tl.constexpr, DK: tl.constexpr, SPLIT: tl.constexpr,
 ):
-    """Two-launch variant, first launch: Tm (and P) of every (chunk, head), grid (slots, HV)."""
-    _prep_slot(tl.program_id(0), tl.program_id(1), q_ptr, k_ptr, alog_ptr, a_ptr, dtb_ptr, b_ptr,
-               cu_ptr, ws_ptr, wp_ptr, N, WS_P, C, SB, LOG2NB, SCAN, NP2, PREC_QK, PREC_T, NHV,
-               NHK, DK)
+    """Two-launch variant, first launch: Tm (and P) of every (chunk, head), grid (slots, HV, 1);
+    with SPLIT (cfg "prep_split", a sweep knob) grid (slots, HV, 2): Tm and P in separate CTAs,
+    each path with fewer live registers."""
+    if SPLIT:
+        if tl.program_id(2) == 0:
+            _prep_slot(tl.program_id(0), tl.program_id(1), q_ptr, k_ptr, alog_ptr, a_ptr, dtb_ptr,
+                       b_ptr, cu_ptr, ws_ptr, wp_ptr, N, True, False, C, SB, LOG2NB, SCAN, NP2,
+                       PREC_QK, PREC_T, NHV, NHK, DK)
+        else:
+            _prep_slot(tl.program_id(0), tl.program_id(1), q_ptr, k_ptr, alog_ptr, a_ptr, dtb_ptr,
+                       b_ptr, cu_ptr, ws_ptr, wp_ptr, N, False, True, C, SB, LOG2NB, SCAN, NP2,
+                       PREC_QK, PREC_T, NHV, NHK, DK)
+    else:
+        _prep_slot(tl.program_id(0), tl.program_id(1), q_ptr, k_ptr, alog_ptr, a_ptr, dtb_ptr, b_ptr,
+                   cu_ptr, ws_ptr, wp_ptr, N, True, WS_P, C, SB, LOG2NB, SCAN, NP2, PREC_QK, PREC_T,
+                   NHV, NHK, DK)
 
 
 @triton.jit
@@ -505,7 +518,7 @@ def _gdn_fused_kernel(
     t = tl.atomic_add(sync_ptr, 1)
     if t < NPREP:
         _prep_slot(t // NHV, t % NHV, q_ptr, k_ptr, alog_ptr, a_ptr, dtb_ptr, b_ptr, cu_ptr,
-                   ws_ptr, wp_ptr, N, WS_P, C, SB, LOG2NB, SCAN, NP2, PREC_QK, PREC_T, NHV,
+                   ws_ptr, wp_ptr, N, True, WS_P, C, SB, LOG2NB, SCAN, NP2, PREC_QK, PREC_T, NHV,
                    NHK, DK)
         tl.debug_barrier()      # every thread's workspace stores before the releasing flag store
         tl.atomic_xchg(sync_ptr + 3 + t, want, sem="release")
@@ -784,11 +797,12 @@ def _launch(algo, q, k, v, state, A_log, a, dt_bias, b, cu_seqlens, scale, outpu
             chain_args, sync_ptr=sync, NPREP=nslot * HV, NVB=nvb, CHAIN_ALGO=chain_algo), chain_opts))
     else:
         if use_ws:
-            launches.append((_gdn_prep_kernel, (nslot, HV, 1), dict(
+            split = ws_p and cfg.get("prep_split", False)   # Tm and P in separate CTAs
+            launches.append((_gdn_prep_kernel, (nslot, HV, 2 if split else 1), dict(
                 q_ptr=q, k_ptr=k, alog_ptr=A_log, a_ptr=a, dtb_ptr=dt_bias, b_ptr=b, cu_ptr=cu_seqlens,
                 ws_ptr=ws, wp_ptr=wp, N=N, WS_P=ws_p, C=C, SB=SB, LOG2NB=log2nb, SCAN=scan,
                 NP2=np2, PREC_QK=p["PREC_QK"], PREC_T=p["PREC_T"],
-                NHV=HV, NHK=HK, DK=D), prep_opts))
+                NHV=HV, NHK=HK, DK=D, SPLIT=split), prep_opts))
             algo = chain_algo
         launches.append((_gdn_prefill_kernel, (D // BV, N * HV, 1), dict(chain_args, ALGO=algo), chain_opts))
     if not on_gpu:
