@@ -121,7 +121,15 @@ ROUNDS["r12"] = [  # (at the commit of the dde6179 table) knob-only candidates f
     ("trans-BV16w8-n4", lambda w: dict(K._TWO_LAUNCH_T_CFG, num_warps=8) if w["N"] <= 4 else None, None, 2000, BIG),
     ("table-b", lambda w: K._pick(w["T"], w["N"]), None, 2000, BIG),
 ]
-CANDS = ROUNDS[os.environ.get("ROUND", "r12")]
+ROUNDS["r13"] = [  # (prepared, not yet run) the split prep (cfg "prep_split": Tm and P in separate CTAs of the
+                   # first launch; offline 168 registers without spills) on the two-launch rows, uncapped and at 128
+    ("table-a", lambda w: K._pick(w["T"], w["N"]), None, 3000, BIG),
+    ("prep-split", lambda w: dict(K._pick(w["T"], w["N"]), prep_split=True, prep_maxnreg=None), None, 3000, BIG),
+    ("prep-split-128", lambda w: dict(K._pick(w["T"], w["N"]), prep_split=True, prep_maxnreg=128), None, 3000, BIG),
+    ("table-b", lambda w: K._pick(w["T"], w["N"]), None, 3000, BIG),
+    ("prep-split-b", lambda w: dict(K._pick(w["T"], w["N"]), prep_split=True, prep_maxnreg=None), None, 3000, BIG),
+]
+CANDS = ROUNDS[os.environ.get("ROUND", "r13")]
 if os.environ.get("CANDS"):
     CANDS = [c for c in CANDS if c[0] in os.environ["CANDS"].split(",")]
 
@@ -196,7 +204,7 @@ for name, cfg, prec, tmin, tmax in CANDS:
     print(f"{name}: {len(per)} wl, mean {statistics.mean(per.values()) if per else 0:.1f} us, regs "
           f"{res.get('regs')} spills {res.get('spills')} smem {res.get('shared')}, fails {fails}, max err out/state {emax}, "
           f"{res['wall_s']} s {res.get('error', '')}", flush=True)
-    json.dump(dict(workloads=wls, results=results), open(f"{OUT}/prefill_sweep_{os.environ.get('ROUND', 'r12')}.json", "w"))
+    json.dump(dict(workloads=wls, results=results), open(f"{OUT}/prefill_sweep_{os.environ.get('ROUND', 'r13')}.json", "w"))
 
 # summary: per T bucket, mean of each candidate over the workloads it ran, and the per-workload oracle
 def bucket(T):

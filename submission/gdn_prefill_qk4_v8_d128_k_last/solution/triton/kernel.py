@@ -668,6 +668,12 @@ def _gdn_fused_kernel(
 # the fused launch from T = 3000 +3..+122 us; for N <= 4 the fused launch with 3 stages +1..+29, the
 # untransposed BV16 chain with 8 warps +12..+41, the transposed one with 8 warps (168 registers, no
 # spills) +8..+19: more warps per lone CTA do not shorten its step.
+# Prepared offline, NOT MEASURED (sweep knob "prep_split", in no row): the first launch's CTAs compute
+# either Tm or P of a (chunk, head) (grid (slots, HV, 2)). Offline ptxas (sm_90): 168 registers and no
+# spills, against 255 uncapped or 168 with 168 B of spills capped (the two-launch rows now): 3 CTAs
+# per SM without spills, and P no longer waits behind Tm. Round 2 measured a split into two launches
+# at 53 against 63 us of prep at T = 8192, lost then to the extra launch's host gap (27bfb05); here
+# there is no extra launch. logs/scripts/prefill_sweep.py round r13 runs it.
 # B200 (148 SMs, sm_100a): UNMEASURED. The thresholds (96, 180, 1400, 3000 tokens, N = 1/3/4/15) and the
 # V splits come from H200 timings only; every entry is correct on any GPU (same code, mma.sync path).
 _ONE_LAUNCH_CFG = dict(C=32, BV=32, SB=16, num_warps=4, num_stages=2)
