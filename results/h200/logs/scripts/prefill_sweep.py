@@ -78,14 +78,10 @@ _R9_TABLE = [(95, None, K._ONE_LAUNCH_CFG),
              (None, None, dict(K._TWO_LAUNCH_WIDE_CFG, trans=False))]
 
 
-def _pick_r9(w):
-    return next(c for t, n, c in _R9_TABLE if (t is None or w["T"] <= t) and (n is None or w["N"] <= n))
-
-
 ROUNDS["r10"] = [  # this commit's table (the transposed chain in the fused and N >= 5 rows) against 134dd3b's,
                    # plus transposed variants: 3 stages (BV16, fused), 8 warps (BV32), the fused launch at
                    # BV32 on the long calls, and the prep uncapped for N <= 4
-    ("old-a", _pick_r9, None, 64, BIG),
+    ("old-a", lambda w: K._pick(w["T"], w["N"], _R9_TABLE), None, 64, BIG),
     ("new-a", lambda w: K._pick(w["T"], w["N"]), None, 64, BIG),
     ("trans-BV16-3st", dict(K._TWO_LAUNCH_T_CFG, num_stages=3), None, 2000, BIG),
     ("fused-trans-3st", dict(K._FUSED_CFG, num_stages=3), None, 64, 2999),
@@ -93,7 +89,7 @@ ROUNDS["r10"] = [  # this commit's table (the transposed chain in the fused and 
     ("trans-BV32w8", dict(K._TWO_LAUNCH_WIDE_CFG, num_warps=8), None, 2000, BIG),
     ("new-nocap4", lambda w: dict(K._pick(w["T"], w["N"]), prep_maxnreg=None) if w["N"] <= 4
      else K._pick(w["T"], w["N"]), None, 3000, BIG),
-    ("old-b", _pick_r9, None, 64, BIG),
+    ("old-b", lambda w: K._pick(w["T"], w["N"], _R9_TABLE), None, 64, BIG),
     ("new-b", lambda w: K._pick(w["T"], w["N"]), None, 64, BIG),
 ]
 _R10_TABLE = [(95, None, K._ONE_LAUNCH_CFG), (2999, 1, K._FUSED_CFG), (179, None, K._ONE_LAUNCH_CFG),
@@ -101,15 +97,11 @@ _R10_TABLE = [(95, None, K._ONE_LAUNCH_CFG), (2999, 1, K._FUSED_CFG), (179, None
               (None, 15, K._TWO_LAUNCH_T_CFG), (None, None, K._TWO_LAUNCH_WIDE_CFG)]
 
 
-def _pick_r10(w):
-    return next(c for t, n, c in _R10_TABLE if (t is None or w["T"] <= t) and (n is None or w["N"] <= n))
-
-
 ROUNDS["r11"] = [  # this commit's table (3-stage fused launch up to T = 1400 with N <= 3, the N <= 4 prep
                    # uncapped) against 2fa9178's (round 10's "new"), on the rows that differ
-    ("r10tab-a", _pick_r10, None, 96, BIG),
+    ("r10tab-a", lambda w: K._pick(w["T"], w["N"], _R10_TABLE), None, 96, BIG),
     ("new-a", lambda w: K._pick(w["T"], w["N"]), None, 96, BIG),
-    ("r10tab-b", _pick_r10, None, 96, BIG),
+    ("r10tab-b", lambda w: K._pick(w["T"], w["N"], _R10_TABLE), None, 96, BIG),
     ("new-b", lambda w: K._pick(w["T"], w["N"]), None, 96, BIG),
 ]
 ROUNDS["r12"] = [  # (at the commit of the dde6179 table) knob-only candidates for T >= 2000: the fused launch for

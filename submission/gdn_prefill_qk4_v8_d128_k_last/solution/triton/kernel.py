@@ -742,9 +742,10 @@ def _workspace(name, numel, dtype, device, zero=False):
     return buf[:numel]
 
 
-def _pick(T, N):
-    # the last row has no bounds, so some row always matches
-    return next(cfg for max_t, max_n, cfg in _LAUNCH_TABLE
+def _pick(T, N, table=None):
+    """The config of the first row of `table` (default: _LAUNCH_TABLE; the sweeps pass earlier tables)
+    that takes T tokens in N sequences; the last row has no bounds, so some row always matches."""
+    return next(cfg for max_t, max_n, cfg in (table or _LAUNCH_TABLE)
                 if (max_t is None or T <= max_t) and (max_n is None or N <= max_n))
 
 
