@@ -268,6 +268,20 @@ def test_gpu_split_prep():
 
 
 @pytest.mark.gpu
+@pytest.mark.parametrize("cfg", [
+    dict(pk._TWO_LAUNCH_CFG, num_stages=1, mma_v3=True),
+    dict(pk._TWO_LAUNCH_WIDE_CFG, trans=False, num_stages=1, mma_v3=True),
+    dict(pk._TWO_LAUNCH_WIDE_CFG, prep_mma_v3=True),
+    dict(pk._TWO_LAUNCH_WIDE_CFG, prep_mma_v3=True, prep_split=True, prep_maxnreg=None),
+], ids=["chain-BV16", "chain-BV32", "prep", "prep-split"])
+def test_gpu_mma_v3_knobs(cfg):
+    # sweep knobs "mma_v3" / "prep_mma_v3": Hopper wgmma for that launch (Triton 3.6 miscompiled the
+    # one-launch loop with wgmma, so these builds are checked on their own)
+    for cu in ([0, 2107], [round(i * 8192 / 57) for i in range(58)]):
+        run_and_check(with_cfg(cfg), cu, seed=7, out_atol=2e-3)
+
+
+@pytest.mark.gpu
 def test_gpu_recurrent_ablation_long():
     run_and_check(pk.kernel_recurrent, [0, 3000, 4096], seed=8)
 

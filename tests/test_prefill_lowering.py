@@ -23,12 +23,16 @@ from triton.backends.compiler import GPUTarget
 from triton.compiler import ASTSource
 spec = importlib.util.spec_from_file_location("pk", sys.argv[1])
 pk = importlib.util.module_from_spec(spec); spec.loader.exec_module(pk)
-arch, knobs = int(sys.argv[2]), sys.argv[3] == "1"
-if knobs:
-    os.environ.update(pk._MMA_ENV)
+arch, knobs = int(sys.argv[2]), sys.argv[3]
+for key, val in {"1": pk._MMA_ENV, "3": pk._MMA_V3_ENV}.get(knobs, {}).items():   # as _launch_env sets them
+    if val is not None:
+        os.environ[key] = val
 fused = sys.argv[4] == "fused"
 trans = sys.argv[4] == "trans"      # the N >= 16 row's chain launch (ALGO_CHUNK_WS_T, BV = 32)
+wg = sys.argv[4] == "wg"            # sweep knob "mma_v3": the untransposed chain launch, BV = 32, 1 stage
 cfg = pk._FUSED_CFG if fused else pk._TWO_LAUNCH_WIDE_CFG if trans else pk._ONE_LAUNCH_CFG
+if wg:
+    cfg = dict(pk._TWO_LAUNCH_WIDE_CFG, trans=False, num_stages=1, mma_v3=True)
 assert not (fused or trans) or cfg["trans"]    # the table's fused and wide rows take the transposed chain
 kern = pk._gdn_fused_kernel if fused else pk._gdn_prefill_kernel
 types = {"q_ptr": "*bf16", "k_ptr": "*bf16", "v_ptr": "*bf16", "s_ptr": "*fp32", "alog_ptr": "*fp32",
@@ -36,8 +40,9 @@ types = {"q_ptr": "*bf16", "k_ptr": "*bf16", "v_ptr": "*bf16", "s_ptr": "*fp32",
          "ns_ptr": "*fp32", "ws_ptr": "*fp32", "wp_ptr": "*bf16", "scale": "fp32", "N": "i32",
          "sync_ptr": "*i32", "NPREP": "i32", "NVB": "i32"}
 C, SB = cfg["C"], min(cfg.get("SB", 16), cfg["C"])
-cst = dict(NP2=2, LPT=False, CHAIN_ALGO=pk.ALGO_CHUNK_WS_T, ALGO=pk.ALGO_CHUNK_WS_T if trans else pk.ALGO_CHUNK,
-           WS_P=fused or trans, C=C, BV=cfg["BV"], SB=SB,
+cst = dict(NP2=2, LPT=False, CHAIN_ALGO=pk.ALGO_CHUNK_WS_T,
+           ALGO=pk.ALGO_CHUNK_WS_T if trans else pk.ALGO_CHUNK_WS if wg else pk.ALGO_CHUNK,
+           WS_P=fused or trans or wg, C=C, MMA_V3=wg, BV=cfg["BV"], SB=SB,
            LOG2NB=(C // SB).bit_length() - 1, SCAN=0, HAS_STATE=True, PREC_QK=pk.P_BF16, PREC_T=pk.P_TF32,
            PREC_S=pk.P_BF16X2, PREC_Q=pk.P_BF16, PREC_O=pk.P_BF16, NHV=8, NHK=4, DK=128, INTERP=False)
 names = kern.arg_names
@@ -55,9 +60,10 @@ print(json.dumps({"wgmma": "wgmma" in ptx, "mma_sync": "mma.sync" in ptx, "tcgen
 
 
 def _lowering(arch, knobs, tmp_path, kernel="one"):
+    """knobs: True = the launcher's _MMA_ENV, False = none, "3" = _MMA_V3_ENV (sweep knob mma_v3)."""
     env = {k: v for k, v in os.environ.items() if k not in ("TRITON_INTERPRET", "DISABLE_MMA_V3", "DISABLE_MMA_V5")}
     env["TRITON_CACHE_DIR"] = str(tmp_path / "triton-cache")
-    out = subprocess.run([sys.executable, "-c", COMPILE, str(KERNEL), str(arch), "1" if knobs else "0", kernel], env=env,
+    out = subprocess.run([sys.executable, "-c", COMPILE, str(KERNEL), str(arch), {True: "1", False: "0"}.get(knobs, knobs), kernel], env=env,
                          capture_output=True, text=True, timeout=600)
     assert out.returncode == 0, out.stderr[-3000:]
     return json.loads(out.stdout.strip().splitlines()[-1])
@@ -86,3 +92,11 @@ def test_transposed_chain_compiles_with_mma_sync(arch, tmp_path):
 def test_without_the_knobs_hopper_gets_wgmma(tmp_path):
     # Why the launcher sets them: left alone, Triton picks wgmma for this kernel on sm_90.
     assert _lowering(90, False, tmp_path)["wgmma"]
+
+
+@pytest.mark.parametrize("arch", [90, 100])
+def test_mma_v3_knob_gives_wgmma_on_hopper_only(arch, tmp_path):
+    # sweep knob "mma_v3" leaves MMAv3 on for the chain launch: wgmma on sm_90; MMAv5 stays off, so a
+    # B200 gets the validated mma.sync build
+    assert _lowering(arch, "3", tmp_path, "wg") == {"wgmma": arch == 90, "mma_sync": arch != 90, "tcgen05": False,
+                                                    "atomics": False}

@@ -113,12 +113,22 @@ ROUNDS["r12"] = [  # (at the commit of the dde6179 table) knob-only candidates f
     ("trans-BV16w8-n4", lambda w: dict(K._TWO_LAUNCH_T_CFG, num_warps=8) if w["N"] <= 4 else None, None, 2000, BIG),
     ("table-b", lambda w: K._pick(w["T"], w["N"]), None, 2000, BIG),
 ]
-ROUNDS["r13"] = [  # (prepared, not yet run) the split prep (cfg "prep_split": Tm and P in separate CTAs of the
-                   # first launch; offline 168 registers without spills) on the two-launch rows, uncapped and at 128
-    ("table-a", lambda w: K._pick(w["T"], w["N"]), None, 3000, BIG),
+ROUNDS["r13"] = [  # (at the commit that adds the knobs) the split prep (cfg "prep_split": Tm and P in separate CTAs
+                   # of the first launch; offline 168 registers without spills) on the two-launch rows, uncapped and
+                   # at 128; Hopper wgmma (cfg "mma_v3" / "prep_mma_v3") for the prep, the split prep and the
+                   # untransposed chain (1 stage: 2 CTAs per SM; 2 stages: 135 KB of shared memory, 1)
+    ("table-a", lambda w: K._pick(w["T"], w["N"]), None, 2000, BIG),
     ("prep-split", lambda w: dict(K._pick(w["T"], w["N"]), prep_split=True, prep_maxnreg=None), None, 3000, BIG),
     ("prep-split-128", lambda w: dict(K._pick(w["T"], w["N"]), prep_split=True, prep_maxnreg=128), None, 3000, BIG),
-    ("table-b", lambda w: K._pick(w["T"], w["N"]), None, 3000, BIG),
+    ("prep-wg", lambda w: dict(K._pick(w["T"], w["N"]), prep_mma_v3=True, prep_maxnreg=None), None, 3000, BIG),
+    ("prep-split-wg", lambda w: dict(K._pick(w["T"], w["N"]), prep_split=True, prep_mma_v3=True,
+                                     prep_maxnreg=None), None, 3000, BIG),
+    ("chain-wg-BV16-1st", dict(K._TWO_LAUNCH_CFG, num_stages=1, mma_v3=True), None, 2000, BIG),
+    ("chain-wg-BV32-1st", dict(K._TWO_LAUNCH_WIDE_CFG, trans=False, num_stages=1, mma_v3=True), None, 2000, BIG),
+    ("chain-wg-BV32-2st", dict(K._TWO_LAUNCH_WIDE_CFG, trans=False, mma_v3=True), None, 2000, BIG),
+    ("all-wg-BV32", dict(K._TWO_LAUNCH_WIDE_CFG, trans=False, num_stages=1, mma_v3=True, prep_split=True,
+                         prep_mma_v3=True, prep_maxnreg=None), None, 2000, BIG),
+    ("table-b", lambda w: K._pick(w["T"], w["N"]), None, 2000, BIG),
     ("prep-split-b", lambda w: dict(K._pick(w["T"], w["N"]), prep_split=True, prep_maxnreg=None), None, 3000, BIG),
 ]
 CANDS = ROUNDS[os.environ.get("ROUND", "r13")]

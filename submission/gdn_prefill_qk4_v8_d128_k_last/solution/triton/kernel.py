@@ -54,6 +54,7 @@ Under TRITON_INTERPRET=1 (tensors on the CPU) all dots run on fp32 operands ("ie
 the interpreter's bf16 tl.dot is wrong; on the GPU the operand precisions are the PREC_*
 constexprs below.
 """
+import contextlib
 import math
 import os
 import re
@@ -457,9 +458,11 @@ def _gdn_prefill_kernel(
     LOG2NB: tl.constexpr, SCAN: tl.constexpr, HAS_STATE: tl.constexpr,
     PREC_QK: tl.constexpr, PREC_T: tl.constexpr, PREC_S: tl.constexpr, PREC_Q: tl.constexpr,
     PREC_O: tl.constexpr, NHV: tl.constexpr, NHK: tl.constexpr, DK: tl.constexpr,
-    INTERP: tl.constexpr,
+    INTERP: tl.constexpr, MMA_V3: tl.constexpr = False,
 ):
-    """The chain: grid (value slices, N * HV), slices of one head adjacent (they share q/k)."""
+    """The chain: grid (value slices, N * HV), slices of one head adjacent (they share q/k).
+    MMA_V3 is not read: it only keys Triton's in-process kernel cache, which ignores the env knobs
+    that pick the lowering (_launch_env)."""
     _chain(tl.program_id(0), tl.program_id(1), q_ptr, k_ptr, v_ptr, s_ptr, alog_ptr, a_ptr,
            dtb_ptr, b_ptr, cu_ptr, o_ptr, ns_ptr, ws_ptr, wp_ptr, ws_ptr, 0, scale, N, NP2, LPT,
            False, ALGO, WS_P, C, BV, SB, LOG2NB, SCAN, HAS_STATE, PREC_QK, PREC_T, PREC_S,
@@ -473,10 +476,11 @@ def _gdn_prep_kernel(
     SCAN: tl.constexpr, NP2: tl.constexpr,
     PREC_QK: tl.constexpr, PREC_T: tl.constexpr,
     NHV: tl.constexpr, NHK: tl.constexpr, DK: tl.constexpr, SPLIT: tl.constexpr,
+    MMA_V3: tl.constexpr = False,
 ):
     """Two-launch variant, first launch: Tm (and P) of every (chunk, head), grid (slots, HV, 1);
     with SPLIT (cfg "prep_split", a sweep knob) grid (slots, HV, 2): Tm and P in separate CTAs,
-    each path with fewer live registers."""
+    each path with fewer live registers. MMA_V3: as in _gdn_prefill_kernel."""
     if SPLIT:
         if tl.program_id(2) == 0:
             _prep_slot(tl.program_id(0), tl.program_id(1), q_ptr, k_ptr, alog_ptr, a_ptr, dtb_ptr,
@@ -713,6 +717,13 @@ _RECURRENT_CFG = dict(C=64, BV=16, num_warps=1, num_stages=1)
 # around our own launches and restored afterwards. mma.sync exists on sm_80..sm_100, so the
 # same (validated) lowering is used on a B200 too.
 _MMA_ENV = {"DISABLE_MMA_V3": "1", "DISABLE_MMA_V5": "1"}
+# Sweep knobs "mma_v3" (chain) / "prep_mma_v3" (prep) leave MMAv3 enabled for that launch of the
+# two-launch path: Hopper wgmma where Triton picks it (offline sm_90: chain BV32 1 stage 225
+# registers, 1054 instructions per step against the transposed mma.sync chain's 255 + 32 B spills,
+# 1383; prep 217 registers, 3008 against 255, 3712). MMAv5 stays disabled, so on a B200 these
+# launches are the validated mma.sync build. Correctness of wgmma here: only what the GPU tests and
+# the sweep's float64 checks measure.
+_MMA_V3_ENV = {"DISABLE_MMA_V3": None, "DISABLE_MMA_V5": "1"}
 
 
 _WORKSPACES = {}
@@ -809,35 +820,50 @@ def _launch(algo, q, k, v, state, A_log, a, dt_bias, b, cu_seqlens, scale, outpu
                 q_ptr=q, k_ptr=k, alog_ptr=A_log, a_ptr=a, dtb_ptr=dt_bias, b_ptr=b, cu_ptr=cu_seqlens,
                 ws_ptr=ws, wp_ptr=wp, N=N, WS_P=ws_p, C=C, SB=SB, LOG2NB=log2nb, SCAN=scan,
                 NP2=np2, PREC_QK=p["PREC_QK"], PREC_T=p["PREC_T"],
-                NHV=HV, NHK=HK, DK=D, SPLIT=split), prep_opts))
+                NHV=HV, NHK=HK, DK=D, SPLIT=split, MMA_V3=bool(cfg.get("prep_mma_v3"))), prep_opts))
             algo = chain_algo
-        launches.append((_gdn_prefill_kernel, (D // BV, N * HV, 1), dict(chain_args, ALGO=algo), chain_opts))
+        launches.append((_gdn_prefill_kernel, (D // BV, N * HV, 1),
+                         dict(chain_args, ALGO=algo, MMA_V3=use_ws and bool(cfg.get("mma_v3"))), chain_opts))
     if not on_gpu:
         for fn, grid, args, opts in launches:
             fn[grid](**args, **opts)
         return None
-    saved = {}
-    for key, val in _MMA_ENV.items():
-        saved[key] = os.environ.get(key)
-        os.environ[key] = val
+    # Bind and look up (or compile) every launch before issuing the first, then launch the
+    # compiled kernels back to back: the official timer charges host time between a call's
+    # kernels, not before its first. Triton's full launch path between prep and chain left a
+    # gap of ~25 us (H200, Triton 3.6), more than the prep's GPU time below ~2000 tokens.
+    if _BIND_FIRST and _LAUNCH_BOUND:
+        compiled = []
+        for fn, grid, args, opts in launches:
+            with _launch_env(args.get("MMA_V3", False)):
+                compiled.append(fn.warmup(grid=grid, **args, **opts))
+        for ck, (fn, grid, args, _) in zip(compiled, launches):
+            ck[grid](*[args[name] for name in fn.arg_names])
+    else:   # the plain path (older Triton; the sweeps measure the gap with it)
+        compiled = []
+        for fn, grid, args, opts in launches:
+            with _launch_env(args.get("MMA_V3", False)):
+                compiled.append(fn[grid](**args, **opts))
+    return compiled[-1]
+
+
+@contextlib.contextmanager
+def _launch_env(mma_v3):
+    """The lowering knobs (_MMA_ENV, or _MMA_V3_ENV) set around one launch's compile, restored after."""
+    saved = {key: os.environ.get(key) for key in _MMA_ENV}
+    for key, val in (_MMA_V3_ENV if mma_v3 else _MMA_ENV).items():
+        if val is None:
+            os.environ.pop(key, None)
+        else:
+            os.environ[key] = val
     try:
-        # Bind and look up (or compile) every launch before issuing the first, then launch the
-        # compiled kernels back to back: the official timer charges host time between a call's
-        # kernels, not before its first. Triton's full launch path between prep and chain left a
-        # gap of ~25 us (H200, Triton 3.6), more than the prep's GPU time below ~2000 tokens.
-        if _BIND_FIRST and _LAUNCH_BOUND:
-            compiled = [fn.warmup(grid=grid, **args, **opts) for fn, grid, args, opts in launches]
-            for ck, (fn, grid, args, _) in zip(compiled, launches):
-                ck[grid](*[args[name] for name in fn.arg_names])
-        else:   # the plain path (older Triton; the sweeps measure the gap with it)
-            compiled = [fn[grid](**args, **opts) for fn, grid, args, opts in launches]
+        yield
     finally:
         for key, val in saved.items():
             if val is None:
                 os.environ.pop(key, None)
             else:
                 os.environ[key] = val
-    return compiled[-1]
 
 
 def _c(x):
