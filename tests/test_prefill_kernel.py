@@ -174,16 +174,22 @@ def test_transposed_chain_variant(bv, warps, fused):
                   seed=3, out_atol=2e-3)
 
 
-def test_split_prep_variant_writes_every_slot():
-    # sweep knob "prep_split" (not yet measured on a GPU, in no table row): the first launch's CTAs
-    # compute either Tm or P of a (chunk, head). The workspaces start as NaN, so a slot that neither
-    # role wrote would poison the outputs.
+def test_split_prep_writes_every_slot():
+    # the two-launch rows' prep (cfg "prep_split"): its CTAs compute either Tm or P of a (chunk, head).
+    # The workspaces start as NaN, so a slot that neither role wrote would poison the outputs.
     cu = [0, 0, 17, 18, 150, 300]
     nslot = 300 // 64 + (len(cu) - 1) + 1
     pk._workspace("tm", nslot * 8 * 64 * 64, torch.float32, DEVICE).fill_(float("nan"))
     pk._workspace("p", nslot * 8 * 64 * 64, torch.bfloat16, DEVICE).fill_(float("nan"))
-    cfg = dict(pk._TWO_LAUNCH_WIDE_CFG, prep_split=True)
-    run_and_check(with_cfg(cfg), cu, seed=3, out_atol=2e-3)
+    assert pk._TWO_LAUNCH_WIDE_CFG["prep_split"]
+    run_and_check(with_cfg(pk._TWO_LAUNCH_WIDE_CFG), cu, seed=3, out_atol=2e-3)
+
+
+def test_two_launch_rows_take_the_split_prep_on_mma_v3():
+    # round 13's choice for every two-launch row (the fused launch's prep role stays on mma.sync)
+    rows = [cfg for _, _, cfg in pk._LAUNCH_TABLE if cfg.get("ws") and not cfg.get("fused")]
+    assert len(rows) == 3 and all(cfg["prep_split"] and cfg["prep_mma_v3"] for cfg in rows)
+    assert not any(cfg.get("prep_mma_v3") for _, _, cfg in pk._LAUNCH_TABLE if cfg.get("fused"))
 
 
 def test_bound_launch_only_where_triton_hands_constexprs_to_the_launcher():
@@ -260,23 +266,12 @@ def test_gpu_transposed_chain(bv, warps, fused):
 
 
 @pytest.mark.gpu
-def test_gpu_split_prep():
-    # the split prep (sweep knob "prep_split") with production precisions, on the table's wide row
-    cfg = dict(pk._TWO_LAUNCH_WIDE_CFG, prep_split=True)
-    for cu in ([0, 2107], [round(i * 8192 / 57) for i in range(58)]):
-        run_and_check(with_cfg(cfg), cu, seed=7, out_atol=2e-3)
-
-
-@pytest.mark.gpu
-@pytest.mark.parametrize("cfg", [
-    dict(pk._TWO_LAUNCH_CFG, num_stages=1, mma_v3=True),
-    dict(pk._TWO_LAUNCH_WIDE_CFG, trans=False, num_stages=1, mma_v3=True),
-    dict(pk._TWO_LAUNCH_WIDE_CFG, prep_mma_v3=True),
-    dict(pk._TWO_LAUNCH_WIDE_CFG, prep_mma_v3=True, prep_split=True, prep_maxnreg=None),
-], ids=["chain-BV16", "chain-BV32", "prep", "prep-split"])
-def test_gpu_mma_v3_knobs(cfg):
-    # sweep knobs "mma_v3" / "prep_mma_v3": Hopper wgmma for that launch (Triton 3.6 miscompiled the
-    # one-launch loop with wgmma, so these builds are checked on their own)
+@pytest.mark.parametrize("split,mma_v3", [(False, False), (True, False), (False, True)])
+def test_gpu_prep_variants(split, mma_v3):
+    # the prep's knobs other than the table's (split on wgmma, covered by the launch-table tests), with
+    # production precisions, on the table's wide row. Triton 3.6 miscompiled the chain with wgmma, so
+    # each wgmma build is checked on its own.
+    cfg = dict(pk._TWO_LAUNCH_WIDE_CFG, prep_split=split, prep_mma_v3=mma_v3)
     for cu in ([0, 2107], [round(i * 8192 / 57) for i in range(58)]):
         run_and_check(with_cfg(cfg), cu, seed=7, out_atol=2e-3)
 

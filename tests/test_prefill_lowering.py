@@ -29,20 +29,18 @@ for key, val in {"1": pk._MMA_ENV, "3": pk._MMA_V3_ENV}.get(knobs, {}).items(): 
         os.environ[key] = val
 fused = sys.argv[4] == "fused"
 trans = sys.argv[4] == "trans"      # the N >= 16 row's chain launch (ALGO_CHUNK_WS_T, BV = 32)
-wg = sys.argv[4] == "wg"            # sweep knob "mma_v3": the untransposed chain launch, BV = 32, 1 stage
-cfg = pk._FUSED_CFG if fused else pk._TWO_LAUNCH_WIDE_CFG if trans else pk._ONE_LAUNCH_CFG
-if wg:
-    cfg = dict(pk._TWO_LAUNCH_WIDE_CFG, trans=False, num_stages=1, mma_v3=True)
+prep = sys.argv[4] == "prep"        # the two-launch rows' first launch (split, cfg "prep_mma_v3")
+cfg = pk._FUSED_CFG if fused else pk._TWO_LAUNCH_WIDE_CFG if trans or prep else pk._ONE_LAUNCH_CFG
 assert not (fused or trans) or cfg["trans"]    # the table's fused and wide rows take the transposed chain
-kern = pk._gdn_fused_kernel if fused else pk._gdn_prefill_kernel
+kern = pk._gdn_fused_kernel if fused else pk._gdn_prep_kernel if prep else pk._gdn_prefill_kernel
 types = {"q_ptr": "*bf16", "k_ptr": "*bf16", "v_ptr": "*bf16", "s_ptr": "*fp32", "alog_ptr": "*fp32",
          "a_ptr": "*bf16", "dtb_ptr": "*fp32", "b_ptr": "*bf16", "cu_ptr": "*i64", "o_ptr": "*bf16",
          "ns_ptr": "*fp32", "ws_ptr": "*fp32", "wp_ptr": "*bf16", "scale": "fp32", "N": "i32",
          "sync_ptr": "*i32", "NPREP": "i32", "NVB": "i32"}
 C, SB = cfg["C"], min(cfg.get("SB", 16), cfg["C"])
 cst = dict(NP2=2, LPT=False, CHAIN_ALGO=pk.ALGO_CHUNK_WS_T,
-           ALGO=pk.ALGO_CHUNK_WS_T if trans else pk.ALGO_CHUNK_WS if wg else pk.ALGO_CHUNK,
-           WS_P=fused or trans or wg, C=C, MMA_V3=wg, BV=cfg["BV"], SB=SB,
+           ALGO=pk.ALGO_CHUNK_WS_T if trans else pk.ALGO_CHUNK, SPLIT=cfg.get("prep_split", False),
+           MMA_V3=cfg.get("prep_mma_v3", False), WS_P=fused or trans or prep, C=C, BV=cfg["BV"], SB=SB,
            LOG2NB=(C // SB).bit_length() - 1, SCAN=0, HAS_STATE=True, PREC_QK=pk.P_BF16, PREC_T=pk.P_TF32,
            PREC_S=pk.P_BF16X2, PREC_Q=pk.P_BF16, PREC_O=pk.P_BF16, NHV=8, NHK=4, DK=128, INTERP=False)
 names = kern.arg_names
@@ -52,7 +50,8 @@ sig = {name: "constexpr" if name in cst else types[name] for name in names}
 attrs = {(i,): [["tt.divisibility", 16]] for i, name in enumerate(names) if name.endswith("_ptr")}
 ck = triton.compile(ASTSource(kern, sig, constexprs=cst, attrs=attrs),
                     target=GPUTarget("cuda", arch, 32),
-                    options=dict(num_warps=cfg["num_warps"], num_stages=cfg["num_stages"]))
+                    options=dict(num_warps=cfg.get("prep_warps", 4) if prep else cfg["num_warps"],
+                                 num_stages=1 if prep else cfg["num_stages"]))
 ptx = ck.asm["ptx"]
 print(json.dumps({"wgmma": "wgmma" in ptx, "mma_sync": "mma.sync" in ptx, "tcgen05": "tcgen05.mma" in ptx,
                   "atomics": "atom." in ptx}))
@@ -60,7 +59,7 @@ print(json.dumps({"wgmma": "wgmma" in ptx, "mma_sync": "mma.sync" in ptx, "tcgen
 
 
 def _lowering(arch, knobs, tmp_path, kernel="one"):
-    """knobs: True = the launcher's _MMA_ENV, False = none, "3" = _MMA_V3_ENV (sweep knob mma_v3)."""
+    """knobs: True = the launcher's _MMA_ENV, False = none, "3" = _MMA_V3_ENV (cfg prep_mma_v3)."""
     env = {k: v for k, v in os.environ.items() if k not in ("TRITON_INTERPRET", "DISABLE_MMA_V3", "DISABLE_MMA_V5")}
     env["TRITON_CACHE_DIR"] = str(tmp_path / "triton-cache")
     out = subprocess.run([sys.executable, "-c", COMPILE, str(KERNEL), str(arch), {True: "1", False: "0"}.get(knobs, knobs), kernel], env=env,
@@ -95,8 +94,9 @@ def test_without_the_knobs_hopper_gets_wgmma(tmp_path):
 
 
 @pytest.mark.parametrize("arch", [90, 100])
-def test_mma_v3_knob_gives_wgmma_on_hopper_only(arch, tmp_path):
-    # sweep knob "mma_v3" leaves MMAv3 on for the chain launch: wgmma on sm_90; MMAv5 stays off, so a
-    # B200 gets the validated mma.sync build
-    assert _lowering(arch, "3", tmp_path, "wg") == {"wgmma": arch == 90, "mma_sync": arch != 90, "tcgen05": False,
+def test_split_prep_gets_wgmma_on_hopper_only(arch, tmp_path):
+    # the two-launch rows' prep runs with MMAv3 on (cfg "prep_mma_v3"): wgmma on sm_90; MMAv5 stays off,
+    # so a B200 gets the mma.sync build
+    assert _lowering(arch, "3", tmp_path, "prep") == {"wgmma": arch == 90, "mma_sync": arch != 90, "tcgen05": False,
                                                     "atomics": False}
+

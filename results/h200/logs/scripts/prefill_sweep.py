@@ -113,10 +113,11 @@ ROUNDS["r12"] = [  # (at the commit of the dde6179 table) knob-only candidates f
     ("trans-BV16w8-n4", lambda w: dict(K._TWO_LAUNCH_T_CFG, num_warps=8) if w["N"] <= 4 else None, None, 2000, BIG),
     ("table-b", lambda w: K._pick(w["T"], w["N"]), None, 2000, BIG),
 ]
-ROUNDS["r13"] = [  # (at the commit that adds the knobs) the split prep (cfg "prep_split": Tm and P in separate CTAs
-                   # of the first launch; offline 168 registers without spills) on the two-launch rows, uncapped and
-                   # at 128; Hopper wgmma (cfg "mma_v3" / "prep_mma_v3") for the prep, the split prep and the
-                   # untransposed chain (1 stage: 2 CTAs per SM; 2 stages: 135 KB of shared memory, 1)
+ROUNDS["r13"] = [  # (at 8f12793) the split prep (cfg "prep_split": Tm and P in separate CTAs of the first launch;
+                   # offline 168 registers without spills) on the two-launch rows, uncapped and at 128; Hopper
+                   # wgmma (MMAv3 left on for one launch: cfg "mma_v3" for the chain, since removed, and
+                   # "prep_mma_v3") for the prep, the split prep and the untransposed chain (1 stage: 2 CTAs per
+                   # SM; 2 stages: 135 KB of shared memory, 1)
     ("table-a", lambda w: K._pick(w["T"], w["N"]), None, 2000, BIG),
     ("prep-split", lambda w: dict(K._pick(w["T"], w["N"]), prep_split=True, prep_maxnreg=None), None, 3000, BIG),
     ("prep-split-128", lambda w: dict(K._pick(w["T"], w["N"]), prep_split=True, prep_maxnreg=128), None, 3000, BIG),
@@ -131,7 +132,14 @@ ROUNDS["r13"] = [  # (at the commit that adds the knobs) the split prep (cfg "pr
     ("table-b", lambda w: K._pick(w["T"], w["N"]), None, 2000, BIG),
     ("prep-split-b", lambda w: dict(K._pick(w["T"], w["N"]), prep_split=True, prep_maxnreg=None), None, 3000, BIG),
 ]
-CANDS = ROUNDS[os.environ.get("ROUND", "r13")]
+ROUNDS["r14"] = [  # (at the commit whose two-launch rows take round 13's prep) two launches instead of the fused one
+                   # from 700 tokens (the row the call would take at 3000 tokens), interleaved with the table
+    ("table-a", lambda w: K._pick(w["T"], w["N"]), None, 700, 2999),
+    ("two-launch-a", lambda w: K._pick(3000, w["N"]), None, 700, 2999),
+    ("table-b", lambda w: K._pick(w["T"], w["N"]), None, 700, 2999),
+    ("two-launch-b", lambda w: K._pick(3000, w["N"]), None, 700, 2999),
+]
+CANDS = ROUNDS[os.environ.get("ROUND", "r14")]
 if os.environ.get("CANDS"):
     CANDS = [c for c in CANDS if c[0] in os.environ["CANDS"].split(",")]
 
@@ -206,7 +214,7 @@ for name, cfg, prec, tmin, tmax in CANDS:
     print(f"{name}: {len(per)} wl, mean {statistics.mean(per.values()) if per else 0:.1f} us, regs "
           f"{res.get('regs')} spills {res.get('spills')} smem {res.get('shared')}, fails {fails}, max err out/state {emax}, "
           f"{res['wall_s']} s {res.get('error', '')}", flush=True)
-    json.dump(dict(workloads=wls, results=results), open(f"{OUT}/prefill_sweep_{os.environ.get('ROUND', 'r13')}.json", "w"))
+    json.dump(dict(workloads=wls, results=results), open(f"{OUT}/prefill_sweep_{os.environ.get('ROUND', 'r14')}.json", "w"))
 
 # summary: per T bucket, mean of each candidate over the workloads it ran, and the per-workload oracle
 def bucket(T):

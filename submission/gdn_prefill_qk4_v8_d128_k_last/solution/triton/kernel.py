@@ -458,11 +458,9 @@ def _gdn_prefill_kernel(
     LOG2NB: tl.constexpr, SCAN: tl.constexpr, HAS_STATE: tl.constexpr,
     PREC_QK: tl.constexpr, PREC_T: tl.constexpr, PREC_S: tl.constexpr, PREC_Q: tl.constexpr,
     PREC_O: tl.constexpr, NHV: tl.constexpr, NHK: tl.constexpr, DK: tl.constexpr,
-    INTERP: tl.constexpr, MMA_V3: tl.constexpr = False,
+    INTERP: tl.constexpr,
 ):
-    """The chain: grid (value slices, N * HV), slices of one head adjacent (they share q/k).
-    MMA_V3 is not read: it only keys Triton's in-process kernel cache, which ignores the env knobs
-    that pick the lowering (_launch_env)."""
+    """The chain: grid (value slices, N * HV), slices of one head adjacent (they share q/k)."""
     _chain(tl.program_id(0), tl.program_id(1), q_ptr, k_ptr, v_ptr, s_ptr, alog_ptr, a_ptr,
            dtb_ptr, b_ptr, cu_ptr, o_ptr, ns_ptr, ws_ptr, wp_ptr, ws_ptr, 0, scale, N, NP2, LPT,
            False, ALGO, WS_P, C, BV, SB, LOG2NB, SCAN, HAS_STATE, PREC_QK, PREC_T, PREC_S,
@@ -479,8 +477,9 @@ def _gdn_prep_kernel(
     MMA_V3: tl.constexpr = False,
 ):
     """Two-launch variant, first launch: Tm (and P) of every (chunk, head), grid (slots, HV, 1);
-    with SPLIT (cfg "prep_split", a sweep knob) grid (slots, HV, 2): Tm and P in separate CTAs,
-    each path with fewer live registers. MMA_V3: as in _gdn_prefill_kernel."""
+    with SPLIT (cfg "prep_split", the two-launch rows) grid (slots, HV, 2): Tm and P in separate CTAs,
+    each path with fewer live registers. MMA_V3 (cfg "prep_mma_v3") is not read: it only keys Triton's
+    in-process kernel cache, which ignores the env knobs that pick the lowering (_launch_env)."""
     if SPLIT:
         if tl.program_id(2) == 0:
             _prep_slot(tl.program_id(0), tl.program_id(1), q_ptr, k_ptr, alog_ptr, a_ptr, dtb_ptr,
@@ -555,7 +554,7 @@ def _gdn_fused_kernel(
 #   T >= 3000: two launches (ws): Tm and P of every (chunk, head) in parallel first, then the
 #             serial per-sequence chain; BV=16 (N <= 15: few sequences, so more V slices; N <= 4
 #             the untransposed chain with 3 stages, else the transposed one with 2) or the
-#             transposed BV=32 (N >= 16); the prep kernel capped at 168 registers from N = 5
+#             transposed BV=32 (N >= 16); the prep's CTAs compute Tm or P (split) on wgmma (round 13)
 #   one-launch C=32/BV=32 on everything: 133.9 us mean (earlier sweep).
 # Per-launch GPU times on the H200 (torch.profiler, cold L2, median of 5; results/h200/logs/
 # prefill_diag.json), prep + chain in us, 4 warps, 2 stages:
@@ -672,19 +671,21 @@ def _gdn_fused_kernel(
 # the fused launch from T = 3000 +3..+122 us; for N <= 4 the fused launch with 3 stages +1..+29, the
 # untransposed BV16 chain with 8 warps +12..+41, the transposed one with 8 warps (168 registers, no
 # spills) +8..+19: more warps per lone CTA do not shorten its step.
-# Prepared offline, NOT MEASURED (sweep knob "prep_split", in no row): the first launch's CTAs compute
-# either Tm or P of a (chunk, head) (grid (slots, HV, 2)). Offline ptxas (sm_90): 168 registers and no
-# spills, against 255 uncapped or 168 with 168 B of spills capped (the two-launch rows now): 3 CTAs
-# per SM without spills, and P no longer waits behind Tm. Round 2 measured a split into two launches
-# at 53 against 63 us of prep at T = 8192, lost then to the extra launch's host gap (27bfb05); here
-# there is no extra launch. logs/scripts/prefill_sweep.py round r13 runs it.
+# Round 13 (logs/prefill_sweep_r13.json, at 8f12793, the 21 calls with T >= 3000, against the table then):
+# the split prep (cfg "prep_split": the first launch's CTAs compute either Tm or P of a (chunk, head),
+# grid (slots, HV, 2); offline 168 registers, no spills) -9.0 us mean (-5..-13); split and capped at 128
+# registers -7.1 (+7, +8 on 3028/5, 3271/2); the prep on wgmma ("prep_mma_v3", see _MMA_ENV) -10.3
+# (-5.5..-15); both -19.1: T = 8192 189.8 -> 166.7 (-20..-27 on each), 3999..5709 -5..-14, 3028/5 -1.7,
+# 3271/2 +0.7. Adopted (both) in every two-launch row; the rows' old prep cap (168) is moot (164
+# registers). The round's second table run was lost: the chain-on-wgmma candidates (see _MMA_ENV) left
+# the CUDA context broken, so no interleaved repeat; the table's own run matches round 12's (188.7).
 # B200 (148 SMs, sm_100a): UNMEASURED. The thresholds (96, 180, 1400, 3000 tokens, N = 1/3/4/15) and the
 # V splits come from H200 timings only; every entry is correct on any GPU (same code, mma.sync path).
 _ONE_LAUNCH_CFG = dict(C=32, BV=32, SB=16, num_warps=4, num_stages=2)
-_TWO_LAUNCH_CFG = dict(C=64, BV=16, SB=16, num_warps=4, num_stages=3, ws=True, ws_p=True)
-_TWO_LAUNCH_T_CFG = dict(_TWO_LAUNCH_CFG, num_stages=2, trans=True, prep_maxnreg=168)
-_TWO_LAUNCH_WIDE_CFG = dict(C=64, BV=32, SB=16, num_warps=4, num_stages=2, ws=True, ws_p=True,
-                            prep_maxnreg=168, trans=True)
+_TWO_LAUNCH_CFG = dict(C=64, BV=16, SB=16, num_warps=4, num_stages=3, ws=True, ws_p=True, prep_split=True,
+                       prep_mma_v3=True)
+_TWO_LAUNCH_T_CFG = dict(_TWO_LAUNCH_CFG, num_stages=2, trans=True)
+_TWO_LAUNCH_WIDE_CFG = dict(_TWO_LAUNCH_CFG, BV=32, num_stages=2, trans=True)
 _FUSED_CFG = dict(C=64, BV=16, SB=16, num_warps=4, num_stages=2, ws=True, ws_p=True, fused=True, trans=True)
 _FUSED_3STAGE_CFG = dict(_FUSED_CFG, num_stages=3)
 _LAUNCH_TABLE = [
@@ -717,12 +718,13 @@ _RECURRENT_CFG = dict(C=64, BV=16, num_warps=1, num_stages=1)
 # around our own launches and restored afterwards. mma.sync exists on sm_80..sm_100, so the
 # same (validated) lowering is used on a B200 too.
 _MMA_ENV = {"DISABLE_MMA_V3": "1", "DISABLE_MMA_V5": "1"}
-# Sweep knobs "mma_v3" (chain) / "prep_mma_v3" (prep) leave MMAv3 enabled for that launch of the
-# two-launch path: Hopper wgmma where Triton picks it (offline sm_90: chain BV32 1 stage 225
-# registers, 1054 instructions per step against the transposed mma.sync chain's 255 + 32 B spills,
-# 1383; prep 217 registers, 3008 against 255, 3712). MMAv5 stays disabled, so on a B200 these
-# launches are the validated mma.sync build. Correctness of wgmma here: only what the GPU tests and
-# the sweep's float64 checks measure.
+# Config key "prep_mma_v3" (the two-launch rows) leaves MMAv3 enabled for the prep launch only: Hopper
+# wgmma for its dots (offline sm_90: 217 registers and 3008 instructions against 255 and 3712; split
+# (below) 164 registers). Its outputs pass the GPU tests and round 13's float64 checks. MMAv5 stays
+# disabled, so on a B200 the prep is the validated mma.sync build. The chain with wgmma (round 13, at
+# 8f12793: the untransposed chain, 1 stage, offline 225 registers and 1054 instructions per step at
+# BV32 against 1383) was miscompiled like the one-launch loop: wrong outputs at BV16 (max abs error
+# 0.19), an illegal memory access at BV32. So the chain and the fused launch keep _MMA_ENV.
 _MMA_V3_ENV = {"DISABLE_MMA_V3": None, "DISABLE_MMA_V5": "1"}
 
 
@@ -822,8 +824,7 @@ def _launch(algo, q, k, v, state, A_log, a, dt_bias, b, cu_seqlens, scale, outpu
                 NP2=np2, PREC_QK=p["PREC_QK"], PREC_T=p["PREC_T"],
                 NHV=HV, NHK=HK, DK=D, SPLIT=split, MMA_V3=bool(cfg.get("prep_mma_v3"))), prep_opts))
             algo = chain_algo
-        launches.append((_gdn_prefill_kernel, (D // BV, N * HV, 1),
-                         dict(chain_args, ALGO=algo, MMA_V3=use_ws and bool(cfg.get("mma_v3"))), chain_opts))
+        launches.append((_gdn_prefill_kernel, (D // BV, N * HV, 1), dict(chain_args, ALGO=algo), chain_opts))
     if not on_gpu:
         for fn, grid, args, opts in launches:
             fn[grid](**args, **opts)
