@@ -679,6 +679,12 @@ def _gdn_fused_kernel(
 # 3271/2 +0.7. Adopted (both) in every two-launch row; the rows' old prep cap (168) is moot (164
 # registers). The round's second table run was lost: the chain-on-wgmma candidates (see _MMA_ENV) left
 # the CUDA context broken, so no interleaved repeat; the table's own run matches round 12's (188.7).
+# Per launch at this table (logs/prefill_diag3.json, torch.profiler, cold L2, median of 5, even splits),
+# prep + chain in us: T=8192 N=20 34+121, N=34 35+131, N=57 43+158; 5709/2 24+150; 4124/15 20+92; 3028/5
+# 16+76. The chain is now ~80 % of a long call.
+# Round 14 (logs/prefill_sweep_r14.json, the 16 calls from 700 to 2999 tokens, twice each, interleaved):
+# two launches (the row a 3000-token call with the same N takes) instead of the fused launch: -4.9..+11.4
+# us per call, 77.1 -> 79.4 us mean: the fused launch stays below 3000 tokens.
 # B200 (148 SMs, sm_100a): UNMEASURED. The thresholds (96, 180, 1400, 3000 tokens, N = 1/3/4/15) and the
 # V splits come from H200 timings only; every entry is correct on any GPU (same code, mma.sync path).
 _ONE_LAUNCH_CFG = dict(C=32, BV=32, SB=16, num_warps=4, num_stages=2)
@@ -724,7 +730,9 @@ _MMA_ENV = {"DISABLE_MMA_V3": "1", "DISABLE_MMA_V5": "1"}
 # disabled, so on a B200 the prep is the validated mma.sync build. The chain with wgmma (round 13, at
 # 8f12793: the untransposed chain, 1 stage, offline 225 registers and 1054 instructions per step at
 # BV32 against 1383) was miscompiled like the one-launch loop: wrong outputs at BV16 (max abs error
-# 0.19), an illegal memory access at BV32. So the chain and the fused launch keep _MMA_ENV.
+# 0.19), an illegal memory access at BV32. So the chain and the fused launch keep _MMA_ENV. (Upstream
+# reports of the same class: triton-lang/triton #10486 and #11366, several tl.dot on sm_90 wgmma, illegal
+# accesses from Triton 3.6 on.)
 _MMA_V3_ENV = {"DISABLE_MMA_V3": None, "DISABLE_MMA_V5": "1"}
 
 
