@@ -666,7 +666,7 @@ def _gdn_fused_kernel(
 # still 1 CTA per SM): +73. The N <= 4 row's prep uncapped: 3271/2 -3.6, 5709/2 -1.4: adopted.
 # Round 11 (logs/prefill_sweep_r11.json, at dde6179): this table against 2fa9178's on the 60 calls with
 # T >= 96: 98.6 -> 97.0 us (T < 2048 70.8 -> 66.2). Harness pass at dde6179: all 100: 64.0 us, T = 8192
-# 190.0 us (167-216) (results/h200 traces).
+# 190.0 us (167-216).
 # Round 12 (logs/prefill_sweep_r12.json, the dde6179 table, T >= 2000): no candidate won on any call:
 # the fused launch from T = 3000 +3..+122 us; for N <= 4 the fused launch with 3 stages +1..+29, the
 # untransposed BV16 chain with 8 warps +12..+41, the transposed one with 8 warps (168 registers, no
@@ -685,6 +685,7 @@ def _gdn_fused_kernel(
 # Round 14 (logs/prefill_sweep_r14.json, the 16 calls from 700 to 2999 tokens, twice each, interleaved):
 # two launches (the row a 3000-token call with the same N takes) instead of the fused launch: -4.9..+11.4
 # us per call, 77.1 -> 79.4 us mean: the fused launch stays below 3000 tokens.
+# Harness pass at 1a3d1e7 (results/h200 traces): all 100: 59.5 us, T = 8192 167.6 us (143.6-191.4).
 # B200 (148 SMs, sm_100a): UNMEASURED. The thresholds (96, 180, 1400, 3000 tokens, N = 1/3/4/15) and the
 # V splits come from H200 timings only; every entry is correct on any GPU (same code, mma.sync path).
 _ONE_LAUNCH_CFG = dict(C=32, BV=32, SB=16, num_warps=4, num_stages=2)
