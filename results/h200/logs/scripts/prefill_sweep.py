@@ -139,7 +139,32 @@ ROUNDS["r14"] = [  # (at the commit whose two-launch rows take round 13's prep) 
     ("table-b", lambda w: K._pick(w["T"], w["N"]), None, 700, 2999),
     ("two-launch-b", lambda w: K._pick(3000, w["N"]), None, 700, 2999),
 ]
-CANDS = ROUNDS[os.environ.get("ROUND", "r14")]
+
+
+def _with(change, where):
+    """The table's config for the workload, changed, where `where(cfg)` holds (else the workload is skipped)."""
+    def cfg(w):
+        c = K._pick(w["T"], w["N"])
+        return dict(c, **change) if where(c) else None
+    return cfg
+
+
+_ONE = lambda c: not c.get("ws")          # noqa: E731  one-launch rows
+_FUSED = lambda c: bool(c.get("fused"))   # noqa: E731
+ROUNDS["r15"] = [  # (at the commit of the 1a3d1e7 pass) the diagonal block size SB of the Tm solve: a lone CTA's
+                   # one-launch step is latency-bound, and SB = 16 means 15 serial substitution steps (each two
+                   # reductions) before one merge; SB = 8 / 4: 7 / 3 steps and 2 / 3 merge levels (tf32 dots). On
+                   # the one-launch rows and the fused rows (their prep role), twice each, interleaved
+    ("table-a", lambda w: K._pick(w["T"], w["N"]), None, 0, 2999),
+    ("one-SB8", _with(dict(SB=8), _ONE), None, 0, BIG),
+    ("one-SB4", _with(dict(SB=4), _ONE), None, 0, BIG),
+    ("fused-SB8", _with(dict(SB=8), _FUSED), None, 0, BIG),
+    ("table-b", lambda w: K._pick(w["T"], w["N"]), None, 0, 2999),
+    ("one-SB8-b", _with(dict(SB=8), _ONE), None, 0, BIG),
+    ("one-SB4-b", _with(dict(SB=4), _ONE), None, 0, BIG),
+    ("fused-SB8-b", _with(dict(SB=8), _FUSED), None, 0, BIG),
+]
+CANDS = ROUNDS[os.environ.get("ROUND", "r15")]
 if os.environ.get("CANDS"):
     CANDS = [c for c in CANDS if c[0] in os.environ["CANDS"].split(",")]
 
@@ -214,7 +239,7 @@ for name, cfg, prec, tmin, tmax in CANDS:
     print(f"{name}: {len(per)} wl, mean {statistics.mean(per.values()) if per else 0:.1f} us, regs "
           f"{res.get('regs')} spills {res.get('spills')} smem {res.get('shared')}, fails {fails}, max err out/state {emax}, "
           f"{res['wall_s']} s {res.get('error', '')}", flush=True)
-    json.dump(dict(workloads=wls, results=results), open(f"{OUT}/prefill_sweep_{os.environ.get('ROUND', 'r14')}.json", "w"))
+    json.dump(dict(workloads=wls, results=results), open(f"{OUT}/prefill_sweep_{os.environ.get('ROUND', 'r15')}.json", "w"))
 
 # summary: per T bucket, mean of each candidate over the workloads it ran, and the per-workload oracle
 def bucket(T):
