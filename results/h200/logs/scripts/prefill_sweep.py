@@ -164,7 +164,20 @@ ROUNDS["r15"] = [  # (at the commit of the 1a3d1e7 pass) the diagonal block size
     ("one-SB4-b", _with(dict(SB=4), _ONE), None, 0, BIG),
     ("fused-SB8-b", _with(dict(SB=8), _FUSED), None, 0, BIG),
 ]
-CANDS = ROUNDS[os.environ.get("ROUND", "r15")]
+ROUNDS["r16"] = [  # (at the commit of the 1a3d1e7 pass) the one-launch rows' other knobs: BV 16 (8 CTAs per head,
+                   # half the state work per step), 2 or 8 warps, chunks of 16 tokens (SB 8); twice, interleaved
+    ("table-a", _with({}, _ONE), None, 0, BIG),
+    ("one-BV16", _with(dict(BV=16), _ONE), None, 0, BIG),
+    ("one-w2", _with(dict(num_warps=2), _ONE), None, 0, BIG),
+    ("one-w8", _with(dict(num_warps=8), _ONE), None, 0, BIG),
+    ("one-C16", _with(dict(C=16, SB=8), _ONE), None, 0, BIG),
+    ("table-b", _with({}, _ONE), None, 0, BIG),
+    ("one-BV16-b", _with(dict(BV=16), _ONE), None, 0, BIG),
+    ("one-w2-b", _with(dict(num_warps=2), _ONE), None, 0, BIG),
+    ("one-w8-b", _with(dict(num_warps=8), _ONE), None, 0, BIG),
+    ("one-C16-b", _with(dict(C=16, SB=8), _ONE), None, 0, BIG),
+]
+CANDS = ROUNDS[os.environ.get("ROUND", "r16")]
 if os.environ.get("CANDS"):
     CANDS = [c for c in CANDS if c[0] in os.environ["CANDS"].split(",")]
 
@@ -239,7 +252,7 @@ for name, cfg, prec, tmin, tmax in CANDS:
     print(f"{name}: {len(per)} wl, mean {statistics.mean(per.values()) if per else 0:.1f} us, regs "
           f"{res.get('regs')} spills {res.get('spills')} smem {res.get('shared')}, fails {fails}, max err out/state {emax}, "
           f"{res['wall_s']} s {res.get('error', '')}", flush=True)
-    json.dump(dict(workloads=wls, results=results), open(f"{OUT}/prefill_sweep_{os.environ.get('ROUND', 'r15')}.json", "w"))
+    json.dump(dict(workloads=wls, results=results), open(f"{OUT}/prefill_sweep_{os.environ.get('ROUND', 'r16')}.json", "w"))
 
 # summary: per T bucket, mean of each candidate over the workloads it ran, and the per-workload oracle
 def bucket(T):
