@@ -95,9 +95,9 @@ def run_and_check(fn, cu, scale=0.0, seed=0, state_std=1.0, out_atol=1e-4):
     return err.max().item(), serr
 
 
-# sequences shorter than a chunk, spanning chunk boundaries, a length-1 sequence, and
+# sequences shorter than a chunk (T <= 16: the C = 16 row), spanning chunk boundaries, a length-1 sequence, and
 # a sequence of several chunks (the state is carried across chunks inside a CTA)
-SMALL_CASES = [[0, 5], [0, 3, 20], [0, 17, 18, 40, 70]]
+SMALL_CASES = [[0, 5], [0, 0, 9, 16], [0, 3, 20], [0, 17, 18, 40, 70]]
 
 
 @pytest.mark.parametrize("cu", SMALL_CASES, ids=lambda c: "cu" + "-".join(map(str, c)))
@@ -201,8 +201,10 @@ def test_bound_launch_only_where_triton_hands_constexprs_to_the_launcher():
 
 def test_launch_table():
     one, fused, two, wide = pk._ONE_LAUNCH_CFG, pk._FUSED_CFG, pk._TWO_LAUNCH_CFG, pk._TWO_LAUNCH_WIDE_CFG
+    one16 = pk._ONE_LAUNCH_C16_CFG
     two_t, fused3 = pk._TWO_LAUNCH_T_CFG, pk._FUSED_3STAGE_CFG
-    assert pk._pick(6, 1) is one and pk._pick(95, 1) is one and pk._pick(179, 3) is one
+    assert pk._pick(1, 1) is one16 and pk._pick(16, 16) is one16 and pk._pick(17, 1) is one
+    assert pk._pick(95, 1) is one and pk._pick(179, 3) is one
     assert pk._pick(96, 1) is fused3 and pk._pick(1400, 1) is fused3 and pk._pick(96, 2) is one
     assert pk._pick(180, 2) is fused3 and pk._pick(1400, 3) is fused3 and pk._pick(180, 4) is fused
     assert pk._pick(1401, 1) is fused and pk._pick(2999, 1) is fused and pk._pick(2999, 57) is fused
@@ -235,16 +237,17 @@ def test_entry_point_signature():
 # GPU: every entry of the launch table and the ablation on contest-sized shapes (production operand
 # precisions, official rule; errors must not grow with sequence length)
 LONG_CASES = {   # name: (cu_seqlens, the launch-table row it must take)
-    "one-launch-T170-N3": ([0, 60, 130, 170], 2),
-    "fused3-T200-N1": ([0, 200], 1),
-    "fused3-T983-N2": ([0, 886, 983], 3),
-    "fused-T2107-N1": ([0, 2107], 4),
-    "fused-T2999-N40": ([round(i * 2999 / 40) for i in range(41)], 4),
-    "two-launch-T8192-N1": ([0, 8192], 5),
-    "two-launch-T8192-N3": ([0, 5000, 5001, 8192], 5),
-    "two-launch-trans-T4124-N15": ([round(i * 4124 / 15) for i in range(16)], 6),
-    "wide-T3000-N20": ([i * 150 for i in range(21)], 7),
-    "wide-T8192-N57": ([round(i * 8192 / 57) for i in range(58)], 7),
+    "one-launch-C16-T16-N3": ([0, 5, 6, 16], 0),
+    "one-launch-T170-N3": ([0, 60, 130, 170], 3),
+    "fused3-T200-N1": ([0, 200], 2),
+    "fused3-T983-N2": ([0, 886, 983], 4),
+    "fused-T2107-N1": ([0, 2107], 5),
+    "fused-T2999-N40": ([round(i * 2999 / 40) for i in range(41)], 5),
+    "two-launch-T8192-N1": ([0, 8192], 6),
+    "two-launch-T8192-N3": ([0, 5000, 5001, 8192], 6),
+    "two-launch-trans-T4124-N15": ([round(i * 4124 / 15) for i in range(16)], 7),
+    "wide-T3000-N20": ([i * 150 for i in range(21)], 8),
+    "wide-T8192-N57": ([round(i * 8192 / 57) for i in range(58)], 8),
 }
 
 

@@ -546,6 +546,7 @@ def _gdn_fused_kernel(
 # on an H200 (132 SMs) against a float64 reference (official rule, 0 failing elements; output
 # max abs err ~1e-3, state ~1e-3 up to T = 8192, N = 57 and a 5258-token sequence) and timed on
 # all 100 workload shapes (stand-in cu_seqlens, cold L2, GPU time of the call, median of 5):
+#   T <=  16: one launch, C=16, BV=32     (one chunk of 16 tokens: round 16 below)
 #   T <  180: one launch, C=32, BV=32     (fastest below ~180 tokens: ~11 us for one chunk,
 #             +~6.5 us per further 32-token chunk of the longest sequence), except N = 1 from
 #             96 tokens on (one sequence: its serial chunks are the whole call): fused, below
@@ -685,10 +686,18 @@ def _gdn_fused_kernel(
 # Round 14 (logs/prefill_sweep_r14.json, the 16 calls from 700 to 2999 tokens, twice each, interleaved):
 # two launches (the row a 3000-token call with the same N takes) instead of the fused launch: -4.9..+11.4
 # us per call, 77.1 -> 79.4 us mean: the fused launch stays below 3000 tokens.
-# Harness pass at 1a3d1e7 (results/h200 traces): all 100: 59.5 us, T = 8192 167.6 us (143.6-191.4).
+# Harness pass at 1a3d1e7: all 100: 59.5 us, T = 8192 167.6 us (143.6-191.4).
+# Round 15 (logs/prefill_sweep_r15.json, T < 3000, twice each, interleaved): the Tm solve's diagonal blocks
+# of 8 or 4 (7 or 3 serial substitution steps, then 2 or 3 merge levels, against 15 and 1): slower on
+# every call, one launch +1.0 / +1.6 us mean, the fused rows (SB 8) +0.8: SB stays 16 there.
+# Round 16 (logs/prefill_sweep_r16.json, the 46 one-launch calls, twice each, interleaved): BV 16, 2 or 8
+# warps: +1.8..+1.9 us mean, slower on every call; chunks of 16 tokens (SB 8): -2.0..-2.3 us on every call
+# whose longest sequence has <= 16 tokens (6.9 against 9.0), +2..+7 above. The table cannot see the
+# longest sequence without a host sync, but T <= 16 bounds it: row 1 (the 7 contest calls with T <= 16).
 # B200 (148 SMs, sm_100a): UNMEASURED. The thresholds (96, 180, 1400, 3000 tokens, N = 1/3/4/15) and the
 # V splits come from H200 timings only; every entry is correct on any GPU (same code, mma.sync path).
 _ONE_LAUNCH_CFG = dict(C=32, BV=32, SB=16, num_warps=4, num_stages=2)
+_ONE_LAUNCH_C16_CFG = dict(_ONE_LAUNCH_CFG, C=16, SB=8)
 _TWO_LAUNCH_CFG = dict(C=64, BV=16, SB=16, num_warps=4, num_stages=3, ws=True, ws_p=True, prep_split=True,
                        prep_mma_v3=True)
 _TWO_LAUNCH_T_CFG = dict(_TWO_LAUNCH_CFG, num_stages=2, trans=True)
@@ -696,6 +705,7 @@ _TWO_LAUNCH_WIDE_CFG = dict(_TWO_LAUNCH_CFG, BV=32, num_stages=2, trans=True)
 _FUSED_CFG = dict(C=64, BV=16, SB=16, num_warps=4, num_stages=2, ws=True, ws_p=True, fused=True, trans=True)
 _FUSED_3STAGE_CFG = dict(_FUSED_CFG, num_stages=3)
 _LAUNCH_TABLE = [
+    (16, None, _ONE_LAUNCH_C16_CFG),
     (95, None, _ONE_LAUNCH_CFG),
     (1400, 1, _FUSED_3STAGE_CFG),
     (179, None, _ONE_LAUNCH_CFG),
