@@ -164,6 +164,20 @@ def test_fused_variant_and_its_sync_words():
     assert (sync[3:3 + nslot * 8] == int(sync[2])).all(), "every (slot, head) flag holds this call's epoch"
 
 
+def test_fused_split_prep_role_and_its_flag_planes():
+    # sweep knob "prep_split" on the fused launch (prepared, not yet run on a GPU): Tm and P of each
+    # (chunk, head) by separate tickets, each with its own flag plane, both awaited by the chains. The
+    # workspaces start as NaN, so a slot that neither role wrote would poison the outputs.
+    cu = [0, 0, 17, 18, 150, 300]
+    nslot = 300 // 64 + (len(cu) - 1) + 1
+    pk._workspace("tm", nslot * 8 * 64 * 64, torch.float32, DEVICE).fill_(float("nan"))
+    pk._workspace("p", nslot * 8 * 64 * 64, torch.bfloat16, DEVICE).fill_(float("nan"))
+    run_and_check(with_cfg(dict(pk._FUSED_CFG, prep_split=True)), cu, seed=3, out_atol=2e-3)
+    sync = next(b for key, b in pk._WORKSPACES.items() if key[0] == "sync").cpu()
+    assert sync[:2].tolist() == [0, 0]
+    assert (sync[3:3 + 2 * nslot * 8] == int(sync[2])).all(), "both planes hold this call's epoch"
+
+
 @pytest.mark.parametrize("bv,warps,fused", [(16, 4, False), (64, 8, False), (16, 4, True)])
 def test_transposed_chain_variant(bv, warps, fused):
     # the transposed chain (cfg "trans", ALGO_CHUNK_WS_T; the table's fused and N >= 5 rows): the state
@@ -277,6 +291,17 @@ def test_gpu_prep_variants(split, mma_v3):
     cfg = dict(pk._TWO_LAUNCH_WIDE_CFG, prep_split=split, prep_mma_v3=mma_v3)
     for cu in ([0, 2107], [round(i * 8192 / 57) for i in range(58)]):
         run_and_check(with_cfg(cfg), cu, seed=7, out_atol=2e-3)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("split,mma_v3", [(False, True), (True, False), (True, True)])
+def test_gpu_fused_prep_knobs(split, mma_v3):
+    # the fused launch's prep role split into Tm and P tickets and / or on wgmma (sweep knobs, prepared
+    # offline: the chain role's dots stay mma.sync); twice each, so the second call waits on fresh flags
+    fn = with_cfg(dict(pk._FUSED_CFG, prep_split=split, prep_mma_v3=mma_v3))
+    for cu in ([0, 2107], [round(i * 2999 / 40) for i in range(41)]):
+        for seed in (11, 12):
+            run_and_check(fn, cu, seed=seed, out_atol=2e-3)
 
 
 @pytest.mark.gpu

@@ -27,7 +27,7 @@ arch, knobs = int(sys.argv[2]), sys.argv[3]
 for key, val in {"1": pk._MMA_ENV, "3": pk._MMA_V3_ENV}.get(knobs, {}).items():   # as _launch_env sets them
     if val is not None:
         os.environ[key] = val
-fused = sys.argv[4] == "fused"
+fused = sys.argv[4] in ("fused", "fused-wg")   # fused-wg: sweep knob prep_mma_v3 on the fused launch
 trans = sys.argv[4] == "trans"      # the N >= 16 row's chain launch (ALGO_CHUNK_WS_T, BV = 32)
 prep = sys.argv[4] == "prep"        # the two-launch rows' first launch (split, cfg "prep_mma_v3")
 cfg = pk._FUSED_CFG if fused else pk._TWO_LAUNCH_WIDE_CFG if trans or prep else pk._ONE_LAUNCH_CFG
@@ -40,7 +40,7 @@ types = {"q_ptr": "*bf16", "k_ptr": "*bf16", "v_ptr": "*bf16", "s_ptr": "*fp32",
 C, SB = cfg["C"], min(cfg.get("SB", 16), cfg["C"])
 cst = dict(NP2=2, LPT=False, CHAIN_ALGO=pk.ALGO_CHUNK_WS_T,
            ALGO=pk.ALGO_CHUNK_WS_T if trans else pk.ALGO_CHUNK, SPLIT=cfg.get("prep_split", False),
-           MMA_V3=cfg.get("prep_mma_v3", False), WS_P=fused or trans or prep, C=C, BV=cfg["BV"], SB=SB,
+           MMA_V3=cfg.get("prep_mma_v3", False) or sys.argv[4] == "fused-wg", WS_P=fused or trans or prep, C=C, BV=cfg["BV"], SB=SB,
            LOG2NB=(C // SB).bit_length() - 1, SCAN=0, HAS_STATE=True, PREC_QK=pk.P_BF16, PREC_T=pk.P_TF32,
            PREC_S=pk.P_BF16X2, PREC_Q=pk.P_BF16, PREC_O=pk.P_BF16, NHV=8, NHK=4, DK=128, INTERP=False)
 names = kern.arg_names
@@ -100,3 +100,11 @@ def test_split_prep_gets_wgmma_on_hopper_only(arch, tmp_path):
     assert _lowering(arch, "3", tmp_path, "prep") == {"wgmma": arch == 90, "mma_sync": arch != 90, "tcgen05": False,
                                                     "atomics": False}
 
+
+
+@pytest.mark.parametrize("arch", [90, 100])
+def test_fused_prep_role_on_mma_v3_keeps_the_chain_role_on_mma_sync(arch, tmp_path):
+    # sweep knob "prep_mma_v3" on the fused launch: on sm_90 the prep role's dots become wgmma while the
+    # chain role's (BV = 16 rows) stay mma.sync; a B200 gets mma.sync only
+    assert _lowering(arch, "3", tmp_path, "fused-wg") == {"wgmma": arch == 90, "mma_sync": True, "tcgen05": False,
+                                                          "atomics": True}

@@ -177,7 +177,19 @@ ROUNDS["r16"] = [  # (at the commit of the 1a3d1e7 pass) the one-launch rows' ot
     ("one-w8-b", _with(dict(num_warps=8), _ONE), None, 0, BIG),
     ("one-C16-b", _with(dict(C=16, SB=8), _ONE), None, 0, BIG),
 ]
-CANDS = ROUNDS[os.environ.get("ROUND", "r16")]
+ROUNDS["r17"] = [  # (prepared at the commit adding the knobs to the fused launch; not yet run) the fused rows' prep
+                   # role on wgmma ("prep_mma_v3": the chain role's dots keep mma.sync) and / or split into Tm and
+                   # P tickets ("prep_split"); twice, interleaved
+    ("table-a", _with({}, _FUSED), None, 0, BIG),
+    ("fused-wg", _with(dict(prep_mma_v3=True), _FUSED), None, 0, BIG),
+    ("fused-split", _with(dict(prep_split=True), _FUSED), None, 0, BIG),
+    ("fused-split-wg", _with(dict(prep_split=True, prep_mma_v3=True), _FUSED), None, 0, BIG),
+    ("table-b", _with({}, _FUSED), None, 0, BIG),
+    ("fused-wg-b", _with(dict(prep_mma_v3=True), _FUSED), None, 0, BIG),
+    ("fused-split-b", _with(dict(prep_split=True), _FUSED), None, 0, BIG),
+    ("fused-split-wg-b", _with(dict(prep_split=True, prep_mma_v3=True), _FUSED), None, 0, BIG),
+]
+CANDS = ROUNDS[os.environ.get("ROUND", "r17")]
 if os.environ.get("CANDS"):
     CANDS = [c for c in CANDS if c[0] in os.environ["CANDS"].split(",")]
 
@@ -252,7 +264,7 @@ for name, cfg, prec, tmin, tmax in CANDS:
     print(f"{name}: {len(per)} wl, mean {statistics.mean(per.values()) if per else 0:.1f} us, regs "
           f"{res.get('regs')} spills {res.get('spills')} smem {res.get('shared')}, fails {fails}, max err out/state {emax}, "
           f"{res['wall_s']} s {res.get('error', '')}", flush=True)
-    json.dump(dict(workloads=wls, results=results), open(f"{OUT}/prefill_sweep_{os.environ.get('ROUND', 'r16')}.json", "w"))
+    json.dump(dict(workloads=wls, results=results), open(f"{OUT}/prefill_sweep_{os.environ.get('ROUND', 'r17')}.json", "w"))
 
 # summary: per T bucket, mean of each candidate over the workloads it ran, and the per-workload oracle
 def bucket(T):

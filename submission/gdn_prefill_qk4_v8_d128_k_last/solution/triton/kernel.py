@@ -354,14 +354,16 @@ def _wait_chunks(sync_ptr, first, nch, h, want, NHV: tl.constexpr):
 
 @triton.jit
 def _chain(pid_v, pid_nh, q_ptr, k_ptr, v_ptr, s_ptr, alog_ptr, a_ptr, dtb_ptr, b_ptr, cu_ptr,
-           o_ptr, ns_ptr, ws_ptr, wp_ptr, sync_ptr, want, scale, N, NP2: tl.constexpr,
+           o_ptr, ns_ptr, ws_ptr, wp_ptr, sync_ptr, want, nprep, scale, N, NP2: tl.constexpr,
            LPT: tl.constexpr, WAIT: tl.constexpr, ALGO: tl.constexpr, WS_P: tl.constexpr,
            C: tl.constexpr, BV: tl.constexpr, SB: tl.constexpr, LOG2NB: tl.constexpr,
            SCAN: tl.constexpr, HAS_STATE: tl.constexpr, PREC_QK: tl.constexpr,
            PREC_T: tl.constexpr, PREC_S: tl.constexpr, PREC_Q: tl.constexpr,
            PREC_O: tl.constexpr, NHV: tl.constexpr, NHK: tl.constexpr, DK: tl.constexpr,
            INTERP: tl.constexpr):
-    """One CTA's serial walk over the chunks of its (sequence, head, value slice)."""
+    """One CTA's serial walk over the chunks of its (sequence, head, value slice). WAIT (fused launch):
+    the number of flag planes to wait on (2 with the split prep role: Tm flags, then P flags nprep
+    words further)."""
     h = pid_nh % NHV
     if LPT:
         n = _longest_first(cu_ptr, pid_nh // NHV, N, NP2)
@@ -373,8 +375,10 @@ def _chain(pid_v, pid_nh, q_ptr, k_ptr, v_ptr, s_ptr, alog_ptr, a_ptr, dtb_ptr, 
     eos = tl.load(cu_ptr + n + 1).to(tl.int32)
     alog = tl.load(alog_ptr + h).to(tl.float32)
     dtb = tl.load(dtb_ptr + h).to(tl.float32)
-    if WAIT:
+    if WAIT >= 1:
         _wait_chunks(sync_ptr, bos // C + n, (eos - bos + C - 1) // C, h, want, NHV)
+    if WAIT == 2:
+        _wait_chunks(sync_ptr + nprep, bos // C + n, (eos - bos + C - 1) // C, h, want, NHV)
 
     kx = tl.arange(0, DK)
     vx = tl.arange(0, BV)
@@ -462,8 +466,8 @@ def _gdn_prefill_kernel(
 ):
     """The chain: grid (value slices, N * HV), slices of one head adjacent (they share q/k)."""
     _chain(tl.program_id(0), tl.program_id(1), q_ptr, k_ptr, v_ptr, s_ptr, alog_ptr, a_ptr,
-           dtb_ptr, b_ptr, cu_ptr, o_ptr, ns_ptr, ws_ptr, wp_ptr, ws_ptr, 0, scale, N, NP2, LPT,
-           False, ALGO, WS_P, C, BV, SB, LOG2NB, SCAN, HAS_STATE, PREC_QK, PREC_T, PREC_S,
+           dtb_ptr, b_ptr, cu_ptr, o_ptr, ns_ptr, ws_ptr, wp_ptr, ws_ptr, 0, 0, scale, N, NP2, LPT,
+           0, ALGO, WS_P, C, BV, SB, LOG2NB, SCAN, HAS_STATE, PREC_QK, PREC_T, PREC_S,
            PREC_Q, PREC_O, NHV, NHK, DK, INTERP)
 
 
@@ -503,7 +507,7 @@ def _gdn_fused_kernel(
     SB: tl.constexpr, LOG2NB: tl.constexpr, SCAN: tl.constexpr, HAS_STATE: tl.constexpr,
     PREC_QK: tl.constexpr, PREC_T: tl.constexpr, PREC_S: tl.constexpr, PREC_Q: tl.constexpr,
     PREC_O: tl.constexpr, NHV: tl.constexpr, NHK: tl.constexpr, DK: tl.constexpr,
-    INTERP: tl.constexpr,
+    INTERP: tl.constexpr, SPLIT: tl.constexpr = False, MMA_V3: tl.constexpr = False,
 ):
     """Both roles of the two-launch variant in one launch (cfg "fused"): no host time between the
     roles, and chains can start while later chunks are still being prepared.
@@ -516,22 +520,39 @@ def _gdn_fused_kernel(
     the hardware starts CTAs in. The last CTA to finish zeroes the counters and stores E + 1, so
     the next call waits for E + 2 and flags left by this call never satisfy it; no host state,
     so a captured CUDA graph replays correctly too.
+    SPLIT (sweep knob "prep_split" on a fused config; needs WS_P): tickets below NPREP compute Tm only,
+    the next NPREP tickets P only, each publishing its own flag (P's NPREP words after Tm's); chains
+    wait for both. MMA_V3 (cfg "prep_mma_v3"): as in _gdn_prep_kernel (the chain role's dots have
+    BV = 16 or 32 rows, too few for wgmma, so they stay mma.sync either way).
     """
+    PLANES: tl.constexpr = 2 if SPLIT else 1
     want = tl.atomic_add(sync_ptr + 2, 0) + 1
     t = tl.atomic_add(sync_ptr, 1)
-    if t < NPREP:
-        _prep_slot(t // NHV, t % NHV, q_ptr, k_ptr, alog_ptr, a_ptr, dtb_ptr, b_ptr, cu_ptr,
-                   ws_ptr, wp_ptr, N, True, WS_P, C, SB, LOG2NB, SCAN, NP2, PREC_QK, PREC_T, NHV,
-                   NHK, DK)
+    if t < PLANES * NPREP:
+        tp = t
+        if SPLIT:
+            tp = t % NPREP
+            if t < NPREP:
+                _prep_slot(tp // NHV, tp % NHV, q_ptr, k_ptr, alog_ptr, a_ptr, dtb_ptr, b_ptr, cu_ptr,
+                           ws_ptr, wp_ptr, N, True, False, C, SB, LOG2NB, SCAN, NP2, PREC_QK, PREC_T,
+                           NHV, NHK, DK)
+            else:
+                _prep_slot(tp // NHV, tp % NHV, q_ptr, k_ptr, alog_ptr, a_ptr, dtb_ptr, b_ptr, cu_ptr,
+                           ws_ptr, wp_ptr, N, False, True, C, SB, LOG2NB, SCAN, NP2, PREC_QK, PREC_T,
+                           NHV, NHK, DK)
+        else:
+            _prep_slot(tp // NHV, tp % NHV, q_ptr, k_ptr, alog_ptr, a_ptr, dtb_ptr, b_ptr, cu_ptr,
+                       ws_ptr, wp_ptr, N, True, WS_P, C, SB, LOG2NB, SCAN, NP2, PREC_QK, PREC_T, NHV,
+                       NHK, DK)
         tl.debug_barrier()      # every thread's workspace stores before the releasing flag store
         tl.atomic_xchg(sync_ptr + 3 + t, want, sem="release")
     else:
-        u = t - NPREP           # CHAIN_ALGO: ALGO_CHUNK_WS or ALGO_CHUNK_WS_T
+        u = t - PLANES * NPREP  # CHAIN_ALGO: ALGO_CHUNK_WS or ALGO_CHUNK_WS_T
         _chain(u % NVB, u // NVB, q_ptr, k_ptr, v_ptr, s_ptr, alog_ptr, a_ptr, dtb_ptr, b_ptr,
-               cu_ptr, o_ptr, ns_ptr, ws_ptr, wp_ptr, sync_ptr, want, scale, N, NP2, LPT, True,
-               CHAIN_ALGO, WS_P, C, BV, SB, LOG2NB, SCAN, HAS_STATE, PREC_QK, PREC_T,
+               cu_ptr, o_ptr, ns_ptr, ws_ptr, wp_ptr, sync_ptr, want, NPREP, scale, N, NP2, LPT,
+               PLANES, CHAIN_ALGO, WS_P, C, BV, SB, LOG2NB, SCAN, HAS_STATE, PREC_QK, PREC_T,
                PREC_S, PREC_Q, PREC_O, NHV, NHK, DK, INTERP)
-    total = NPREP + NVB * N * NHV
+    total = PLANES * NPREP + NVB * N * NHV
     if tl.atomic_add(sync_ptr + 1, 1) == total - 1:
         tl.atomic_xchg(sync_ptr, 0)
         tl.atomic_xchg(sync_ptr + 1, 0)
@@ -694,6 +715,11 @@ def _gdn_fused_kernel(
 # warps: +1.8..+1.9 us mean, slower on every call; chunks of 16 tokens (SB 8): -2.0..-2.3 us on every call
 # whose longest sequence has <= 16 tokens (6.9 against 9.0), +2..+7 above. The table cannot see the
 # longest sequence without a host sync, but T <= 16 bounds it: row 1 (the 7 contest calls with T <= 16).
+# Prepared offline, NOT MEASURED (sweep round r17; knobs in no row): the fused launch's prep role on wgmma
+# ("prep_mma_v3"; offline sm_90: 48 HGMMA in the prep role, the chain role's dots (BV = 16 rows) stay on
+# mma.sync, 255 registers either way) and / or split into Tm and P tickets ("prep_split", a second flag
+# plane), which round 13 found worth 19 us a call for the two-launch rows' prep. The production kernels'
+# SASS is unchanged by the knobs (prep, fused 2 / 3 stages, transposed chain BV 16 / 32: md5 checked).
 # B200 (148 SMs, sm_100a): UNMEASURED. The thresholds (96, 180, 1400, 3000 tokens, N = 1/3/4/15) and the
 # V splits come from H200 timings only; every entry is correct on any GPU (same code, mma.sync path).
 _ONE_LAUNCH_CFG = dict(C=32, BV=32, SB=16, num_warps=4, num_stages=2)
@@ -831,9 +857,11 @@ def _launch(algo, q, k, v, state, A_log, a, dt_bias, b, cu_seqlens, scale, outpu
     launches = []   # (jit function, grid, every argument by name, launch options)
     if fused:
         nvb = D // BV
-        sync = _workspace("sync", 3 + nslot * HV, torch.int32, q.device, zero=True)
-        launches.append((_gdn_fused_kernel, (nslot * HV + nvb * N * HV, 1, 1), dict(
-            chain_args, sync_ptr=sync, NPREP=nslot * HV, NVB=nvb, CHAIN_ALGO=chain_algo), chain_opts))
+        planes = 2 if ws_p and cfg.get("prep_split", False) else 1     # flag planes: Tm (and P)
+        sync = _workspace("sync", 3 + planes * nslot * HV, torch.int32, q.device, zero=True)
+        launches.append((_gdn_fused_kernel, (planes * nslot * HV + nvb * N * HV, 1, 1), dict(
+            chain_args, sync_ptr=sync, NPREP=nslot * HV, NVB=nvb, CHAIN_ALGO=chain_algo, SPLIT=planes == 2,
+            MMA_V3=bool(cfg.get("prep_mma_v3"))), chain_opts))
     else:
         if use_ws:
             split = ws_p and cfg.get("prep_split", False)   # Tm and P in separate CTAs
