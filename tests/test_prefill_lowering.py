@@ -3,6 +3,7 @@ Blackwell tcgen05, because Triton 3.6 miscompiles its chunk loop with wgmma (wro
 memory access on the H200). The launcher sets DISABLE_MMA_V3/V5 around its launches; this checks that
 those knobs are what keeps wgmma out, for the one-launch config of the launch table, on sm_90 and sm_100;
 the fused launch and the transposed chain (the table's chain from N >= 5) must build for both targets too.
+The two-launch rows' prep is the exception: MMAv3 stays on for it (wgmma on sm_90 only, mma.sync on sm_100).
 Compiles run in a fresh process: the interpreter mode the CPU tests use must not leak into them."""
 import json
 import os

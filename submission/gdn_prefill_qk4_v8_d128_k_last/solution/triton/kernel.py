@@ -28,7 +28,8 @@ split into bf16 hi + lo, ~16 mantissa bits, so state errors stay ~1e-3 and do no
 length); Tm and its merges and Tm R in tf32; Q H and P X (output only) in bf16 (Q H with H
 rounded to bf16 moved the output's max error from 0.0011 to 0.0015 on 31 contest shapes, state
 errors unchanged). The dots are lowered to
-mma.sync (see _MMA_ENV: Triton 3.6's wgmma lowering of this loop was measured wrong). Gates are
+mma.sync (see _MMA_ENV: Triton 3.6's wgmma lowering of this loop was measured wrong), except in the
+two-launch rows' first launch, which runs on Hopper wgmma (_MMA_V3_ENV; mma.sync elsewhere). Gates are
 computed in the kernel; varlen via cu_seqlens read in the kernel; the partial last chunk of a
 sequence is masked (masked rows get k = q = v = 0, beta = 0, log-gate = 0, so they are inert).
 
@@ -720,8 +721,10 @@ def _gdn_fused_kernel(
 # mma.sync, 255 registers either way) and / or split into Tm and P tickets ("prep_split", a second flag
 # plane), which round 13 found worth 19 us a call for the two-launch rows' prep. The production kernels'
 # SASS is unchanged by the knobs (prep, fused 2 / 3 stages, transposed chain BV 16 / 32: md5 checked).
-# B200 (148 SMs, sm_100a): UNMEASURED. The thresholds (96, 180, 1400, 3000 tokens, N = 1/3/4/15) and the
-# V splits come from H200 timings only; every entry is correct on any GPU (same code, mma.sync path).
+# B200 (148 SMs, sm_100a): UNMEASURED. The thresholds (16, 96, 180, 1400, 3000 tokens, N = 1/3/4/15) and
+# the V splits come from H200 timings only; every entry is correct on any GPU (same code, mma.sync path),
+# with one difference: the two-launch rows' prep is wgmma on the H200 and mma.sync on a B200 (MMAv5 stays
+# off); that mma.sync build of the split prep passed its GPU tests on the H200 (test_gpu_prep_variants).
 _ONE_LAUNCH_CFG = dict(C=32, BV=32, SB=16, num_warps=4, num_stages=2)
 _ONE_LAUNCH_C16_CFG = dict(_ONE_LAUNCH_CFG, C=16, SB=8)
 _TWO_LAUNCH_CFG = dict(C=64, BV=16, SB=16, num_warps=4, num_stages=3, ws=True, ws_p=True, prep_split=True,
@@ -767,7 +770,8 @@ _MMA_ENV = {"DISABLE_MMA_V3": "1", "DISABLE_MMA_V5": "1"}
 # disabled, so on a B200 the prep is the validated mma.sync build. The chain with wgmma (round 13, at
 # 8f12793: the untransposed chain, 1 stage, offline 225 registers and 1054 instructions per step at
 # BV32 against 1383) was miscompiled like the one-launch loop: wrong outputs at BV16 (max abs error
-# 0.19), an illegal memory access at BV32. So the chain and the fused launch keep _MMA_ENV. (Upstream
+# 0.19), an illegal memory access at BV32. So the chain and the fused launch keep _MMA_ENV (the fused
+# launch's prep role on wgmma is a sweep knob, round r17, prepared). (Upstream
 # reports of the same class: triton-lang/triton #10486 and #11366, several tl.dot on sm_90 wgmma, illegal
 # accesses from Triton 3.6 on.)
 _MMA_V3_ENV = {"DISABLE_MMA_V3": None, "DISABLE_MMA_V5": "1"}
