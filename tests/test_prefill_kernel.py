@@ -164,14 +164,21 @@ def test_fused_variant_and_its_sync_words():
     assert (sync[3:3 + nslot * 8] == int(sync[2])).all(), "every (slot, head) flag holds this call's epoch"
 
 
+def poison_workspaces(cu, C=64):
+    """Fill the Tm and P workspaces of a C-token call on `cu` with NaN (a slot nobody writes then poisons
+    the outputs); returns the number of slots."""
+    nslot = cu[-1] // C + (len(cu) - 1) + 1
+    pk._workspace("tm", nslot * 8 * C * C, torch.float32, DEVICE).fill_(float("nan"))
+    pk._workspace("p", nslot * 8 * C * C, torch.bfloat16, DEVICE).fill_(float("nan"))
+    return nslot
+
+
 def test_fused_split_prep_role_and_its_flag_planes():
     # sweep knob "prep_split" on the fused launch (prepared, not yet run on a GPU): Tm and P of each
     # (chunk, head) by separate tickets, each with its own flag plane, both awaited by the chains. The
     # workspaces start as NaN, so a slot that neither role wrote would poison the outputs.
     cu = [0, 0, 17, 18, 150, 300]
-    nslot = 300 // 64 + (len(cu) - 1) + 1
-    pk._workspace("tm", nslot * 8 * 64 * 64, torch.float32, DEVICE).fill_(float("nan"))
-    pk._workspace("p", nslot * 8 * 64 * 64, torch.bfloat16, DEVICE).fill_(float("nan"))
+    nslot = poison_workspaces(cu)
     run_and_check(with_cfg(dict(pk._FUSED_CFG, prep_split=True)), cu, seed=3, out_atol=2e-3)
     sync = next(b for key, b in pk._WORKSPACES.items() if key[0] == "sync").cpu()
     assert sync[:2].tolist() == [0, 0]
@@ -192,9 +199,7 @@ def test_split_prep_writes_every_slot():
     # the two-launch rows' prep (cfg "prep_split"): its CTAs compute either Tm or P of a (chunk, head).
     # The workspaces start as NaN, so a slot that neither role wrote would poison the outputs.
     cu = [0, 0, 17, 18, 150, 300]
-    nslot = 300 // 64 + (len(cu) - 1) + 1
-    pk._workspace("tm", nslot * 8 * 64 * 64, torch.float32, DEVICE).fill_(float("nan"))
-    pk._workspace("p", nslot * 8 * 64 * 64, torch.bfloat16, DEVICE).fill_(float("nan"))
+    poison_workspaces(cu)
     assert pk._TWO_LAUNCH_WIDE_CFG["prep_split"]
     run_and_check(with_cfg(pk._TWO_LAUNCH_WIDE_CFG), cu, seed=3, out_atol=2e-3)
 

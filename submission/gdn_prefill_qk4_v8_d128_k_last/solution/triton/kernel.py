@@ -858,17 +858,17 @@ def _launch(algo, q, k, v, state, A_log, a, dt_bias, b, cu_seqlens, scale, outpu
         b_ptr=b, cu_ptr=cu_seqlens, o_ptr=output, ns_ptr=new_state, ws_ptr=ws, wp_ptr=wp,
         scale=scale, N=N, NP2=np2, LPT=lpt, WS_P=ws_p, C=C, BV=BV, SB=SB, LOG2NB=log2nb, SCAN=scan,
         HAS_STATE=has_state, NHV=HV, NHK=HK, DK=D, INTERP=not on_gpu, **p)
+    split = ws_p and cfg.get("prep_split", False)   # Tm and P of a (chunk, head) in separate CTAs
     launches = []   # (jit function, grid, every argument by name, launch options)
     if fused:
         nvb = D // BV
-        planes = 2 if ws_p and cfg.get("prep_split", False) else 1     # flag planes: Tm (and P)
+        planes = 2 if split else 1      # flag planes: Tm (and P)
         sync = _workspace("sync", 3 + planes * nslot * HV, torch.int32, q.device, zero=True)
         launches.append((_gdn_fused_kernel, (planes * nslot * HV + nvb * N * HV, 1, 1), dict(
             chain_args, sync_ptr=sync, NPREP=nslot * HV, NVB=nvb, CHAIN_ALGO=chain_algo, SPLIT=planes == 2,
             MMA_V3=bool(cfg.get("prep_mma_v3"))), chain_opts))
     else:
         if use_ws:
-            split = ws_p and cfg.get("prep_split", False)   # Tm and P in separate CTAs
             launches.append((_gdn_prep_kernel, (nslot, HV, 2 if split else 1), dict(
                 q_ptr=q, k_ptr=k, alog_ptr=A_log, a_ptr=a, dtb_ptr=dt_bias, b_ptr=b, cu_ptr=cu_seqlens,
                 ws_ptr=ws, wp_ptr=wp, N=N, WS_P=ws_p, C=C, SB=SB, LOG2NB=log2nb, SCAN=scan,
