@@ -6,6 +6,7 @@
 # method; each JSON records every candidate's cfg and prec. In r5, "table-a/b" was the launch table of
 # 41b0342 (one launch below T = 256, two launches above); r6 to r8 ran the table of their commit.
 # "plainlaunch" candidates use Triton's plain launch path for both launches (K._BIND_FIRST).
+# "old-" candidates run the kernel module at OLD_KERNEL (a kernel.py of an earlier commit), interleaved.
 import json, os, statistics, sys, time, traceback
 import torch
 try:
@@ -16,6 +17,11 @@ except ImportError:  # CPU smoke run only
 sys.path.insert(0, "submission/gdn_prefill_qk4_v8_d128_k_last/solution/triton")
 sys.path.insert(0, ".")
 import kernel as K
+if os.environ.get("OLD_KERNEL"):
+    import importlib.util
+    _spec = importlib.util.spec_from_file_location("kernel_old", os.environ["OLD_KERNEL"])
+    K_OLD = importlib.util.module_from_spec(_spec)
+    _spec.loader.exec_module(K_OLD)
 from harness.standin import _cu_seqlens, _rng
 from reference.gdn_chunked import chunked_packed
 from tests.test_prefill_kernel import make_inputs
@@ -177,7 +183,7 @@ ROUNDS["r16"] = [  # (at the commit of the 1a3d1e7 pass) the one-launch rows' ot
     ("one-w8-b", _with(dict(num_warps=8), _ONE), None, 0, BIG),
     ("one-C16-b", _with(dict(C=16, SB=8), _ONE), None, 0, BIG),
 ]
-ROUNDS["r17"] = [  # (prepared at the commit adding the knobs to the fused launch; not yet run) the fused rows' prep
+ROUNDS["r17"] = [  # (ran at 2403e10, whose fused rows had neither knob; logs/prefill_sweep_r17.json) the fused rows' prep
                    # role on wgmma ("prep_mma_v3": the chain role's dots keep mma.sync) and / or split into Tm and
                    # P tickets ("prep_split"); twice, interleaved
     ("table-a", _with({}, _FUSED), None, 0, BIG),
@@ -189,7 +195,15 @@ ROUNDS["r17"] = [  # (prepared at the commit adding the knobs to the fused launc
     ("fused-split-b", _with(dict(prep_split=True), _FUSED), None, 0, BIG),
     ("fused-split-wg-b", _with(dict(prep_split=True, prep_mma_v3=True), _FUSED), None, 0, BIG),
 ]
-CANDS = ROUNDS[os.environ.get("ROUND", "r17")]
+ROUNDS["r18"] = [  # (OLD_KERNEL = 2403e10's kernel.py) the two-launch rows' second launch with its arguments
+                   # built before the first is issued, tensors as raw pointers (the launcher then makes no
+                   # data_ptr() call and no cuPointerGetAttribute per tensor), against 2403e10's launch; twice
+    ("table-a", lambda w: K._pick(w["T"], w["N"]), None, 3000, BIG),
+    ("old-table-a", lambda w: K_OLD._pick(w["T"], w["N"]), None, 3000, BIG),
+    ("table-b", lambda w: K._pick(w["T"], w["N"]), None, 3000, BIG),
+    ("old-table-b", lambda w: K_OLD._pick(w["T"], w["N"]), None, 3000, BIG),
+]
+CANDS = ROUNDS[os.environ.get("ROUND", "r18")]
 if os.environ.get("CANDS"):
     CANDS = [c for c in CANDS if c[0] in os.environ["CANDS"].split(",")]
 
@@ -239,7 +253,8 @@ for name, cfg, prec, tmin, tmax in CANDS:
             c = cfg(w) if callable(cfg) else cfg
             if c is None:       # the candidate skips this workload
                 continue
-            fn = lambda: K._launch(K.ALGO_CHUNK, *inp, 0.0, o, ns, cfg=c, prec=prec)
+            mod = K_OLD if name.startswith("old-") else K
+            fn = lambda: mod._launch(K.ALGO_CHUNK, *inp, 0.0, o, ns, cfg=c, prec=prec)
             h = fn()
             torch.cuda.synchronize()
             if "regs" not in res:
@@ -264,7 +279,7 @@ for name, cfg, prec, tmin, tmax in CANDS:
     print(f"{name}: {len(per)} wl, mean {statistics.mean(per.values()) if per else 0:.1f} us, regs "
           f"{res.get('regs')} spills {res.get('spills')} smem {res.get('shared')}, fails {fails}, max err out/state {emax}, "
           f"{res['wall_s']} s {res.get('error', '')}", flush=True)
-    json.dump(dict(workloads=wls, results=results), open(f"{OUT}/prefill_sweep_{os.environ.get('ROUND', 'r17')}.json", "w"))
+    json.dump(dict(workloads=wls, results=results), open(f"{OUT}/prefill_sweep_{os.environ.get('ROUND', 'r18')}.json", "w"))
 
 # summary: per T bucket, mean of each candidate over the workloads it ran, and the per-workload oracle
 def bucket(T):

@@ -29,7 +29,8 @@ length); Tm and its merges and Tm R in tf32; Q H and P X (output only) in bf16 (
 rounded to bf16 moved the output's max error from 0.0011 to 0.0015 on 31 contest shapes, state
 errors unchanged). The dots are lowered to
 mma.sync (see _MMA_ENV: Triton 3.6's wgmma lowering of this loop was measured wrong), except in the
-two-launch rows' first launch, which runs on Hopper wgmma (_MMA_V3_ENV; mma.sync elsewhere). Gates are
+two-launch rows' first launch and the prep role of the fused launch up to 1400 tokens, which run on
+Hopper wgmma (_MMA_V3_ENV; mma.sync elsewhere). Gates are
 computed in the kernel; varlen via cu_seqlens read in the kernel; the partial last chunk of a
 sequence is masked (masked rows get k = q = v = 0, beta = 0, log-gate = 0, so they are inert).
 
@@ -521,7 +522,7 @@ def _gdn_fused_kernel(
     the hardware starts CTAs in. The last CTA to finish zeroes the counters and stores E + 1, so
     the next call waits for E + 2 and flags left by this call never satisfy it; no host state,
     so a captured CUDA graph replays correctly too.
-    SPLIT (sweep knob "prep_split" on a fused config; needs WS_P): tickets below NPREP compute Tm only,
+    SPLIT (cfg "prep_split", the rows up to 1400 tokens; needs WS_P): tickets below NPREP compute Tm only,
     the next NPREP tickets P only, each publishing its own flag (P's NPREP words after Tm's); chains
     wait for both. MMA_V3 (cfg "prep_mma_v3"): as in _gdn_prep_kernel (the chain role's dots have
     BV = 16 or 32 rows, too few for wgmma, so they stay mma.sync either way).
@@ -573,7 +574,8 @@ def _gdn_fused_kernel(
 #             +~6.5 us per further 32-token chunk of the longest sequence), except N = 1 from
 #             96 tokens on (one sequence: its serial chunks are the whole call): fused, below
 #   180 <= T < 3000: fused (the two launches' roles in one launch, BV=16, transposed chain;
-#             3 stages up to 1400 tokens with N <= 3, else 2)
+#             3 stages up to 1400 tokens with N <= 3, else 2; up to 1400 tokens its prep role is split
+#             into Tm and P tickets on wgmma: round 17)
 #   T >= 3000: two launches (ws): Tm and P of every (chunk, head) in parallel first, then the
 #             serial per-sequence chain; BV=16 (N <= 15: few sequences, so more V slices; N <= 4
 #             the untransposed chain with 3 stages, else the transposed one with 2) or the
@@ -716,15 +718,21 @@ def _gdn_fused_kernel(
 # warps: +1.8..+1.9 us mean, slower on every call; chunks of 16 tokens (SB 8): -2.0..-2.3 us on every call
 # whose longest sequence has <= 16 tokens (6.9 against 9.0), +2..+7 above. The table cannot see the
 # longest sequence without a host sync, but T <= 16 bounds it: row 1 (the 7 contest calls with T <= 16).
-# Prepared offline, NOT MEASURED (sweep round r17; knobs in no row): the fused launch's prep role on wgmma
-# ("prep_mma_v3"; offline sm_90: 48 HGMMA in the prep role, the chain role's dots (BV = 16 rows) stay on
-# mma.sync, 255 registers either way) and / or split into Tm and P tickets ("prep_split", a second flag
-# plane), which round 13 found worth 19 us a call for the two-launch rows' prep. The production kernels'
-# SASS is unchanged by the knobs (prep, fused 2 / 3 stages, transposed chain BV 16 / 32: md5 checked).
+# Harness pass at 2403e10 (the table of 1a3d1e7 + row 1), on a lent H200 with a slower host (FlashInfer 596.6
+# against 447.3 us): all 100: 60.4 us; T <= 16 6.5-7.0 against 8.8-9.0; the two-launch calls below 8192
+# tokens +12..+20 us (their prep, 16-20 us, no longer outlasts the host work of the second launch), T = 8192
+# 170.5 (150.3-194.2). Hence the second launch's arguments are now built before the first (_launch): round 18.
+# Round 17 (logs/prefill_sweep_r17.json, at 2403e10, the 33 fused calls, twice each, interleaved): the fused
+# launch's prep role on wgmma ("prep_mma_v3"; offline sm_90: 48 HGMMA in the prep role, the chain role's dots
+# stay mma.sync, 255 registers either way) and / or split into Tm and P tickets ("prep_split", a second flag
+# plane): both -2.4..-8.5 us on 24 of the 25 calls up to 1400 tokens (29.4 -> 24.6 us for T < 512; 973/3
+# +1.1), but +0.9..+19 on the 8 calls from 1592 to 2857 tokens; wgmma alone -0.6..-3.9, split alone
+# -1.8..-6.4 up to 1400 tokens. Adopted (both) for the fused rows up to 1400 tokens.
 # B200 (148 SMs, sm_100a): UNMEASURED. The thresholds (16, 96, 180, 1400, 3000 tokens, N = 1/3/4/15) and
 # the V splits come from H200 timings only; every entry is correct on any GPU (same code, mma.sync path),
-# with one difference: the two-launch rows' prep is wgmma on the H200 and mma.sync on a B200 (MMAv5 stays
-# off); that mma.sync build of the split prep passed its GPU tests on the H200 (test_gpu_prep_variants).
+# with one difference: the prep of the two-launch rows and of the fused rows up to 1400 tokens is wgmma on
+# the H200 and mma.sync on a B200 (MMAv5 stays off); those mma.sync builds of the split prep passed their
+# GPU tests on the H200 (test_gpu_prep_variants, test_gpu_fused_prep_knobs).
 _ONE_LAUNCH_CFG = dict(C=32, BV=32, SB=16, num_warps=4, num_stages=2)
 _ONE_LAUNCH_C16_CFG = dict(_ONE_LAUNCH_CFG, C=16, SB=8)
 _TWO_LAUNCH_CFG = dict(C=64, BV=16, SB=16, num_warps=4, num_stages=3, ws=True, ws_p=True, prep_split=True,
@@ -733,12 +741,16 @@ _TWO_LAUNCH_T_CFG = dict(_TWO_LAUNCH_CFG, num_stages=2, trans=True)
 _TWO_LAUNCH_WIDE_CFG = dict(_TWO_LAUNCH_CFG, BV=32, num_stages=2, trans=True)
 _FUSED_CFG = dict(C=64, BV=16, SB=16, num_warps=4, num_stages=2, ws=True, ws_p=True, fused=True, trans=True)
 _FUSED_3STAGE_CFG = dict(_FUSED_CFG, num_stages=3)
+# up to 1400 tokens the fused launch's prep role is split into Tm and P tickets on wgmma (round 17)
+_FUSED_SPLIT_CFG = dict(_FUSED_CFG, prep_split=True, prep_mma_v3=True)
+_FUSED_3STAGE_SPLIT_CFG = dict(_FUSED_3STAGE_CFG, prep_split=True, prep_mma_v3=True)
 _LAUNCH_TABLE = [
     (16, None, _ONE_LAUNCH_C16_CFG),
     (95, None, _ONE_LAUNCH_CFG),
-    (1400, 1, _FUSED_3STAGE_CFG),
+    (1400, 1, _FUSED_3STAGE_SPLIT_CFG),
     (179, None, _ONE_LAUNCH_CFG),
-    (1400, 3, _FUSED_3STAGE_CFG),
+    (1400, 3, _FUSED_3STAGE_SPLIT_CFG),
+    (1400, None, _FUSED_SPLIT_CFG),
     (2999, None, _FUSED_CFG),
     (None, 4, _TWO_LAUNCH_CFG),
     (None, 15, _TWO_LAUNCH_T_CFG),
@@ -770,8 +782,10 @@ _MMA_ENV = {"DISABLE_MMA_V3": "1", "DISABLE_MMA_V5": "1"}
 # disabled, so on a B200 the prep is the validated mma.sync build. The chain with wgmma (round 13, at
 # 8f12793: the untransposed chain, 1 stage, offline 225 registers and 1054 instructions per step at
 # BV32 against 1383) was miscompiled like the one-launch loop: wrong outputs at BV16 (max abs error
-# 0.19), an illegal memory access at BV32. So the chain and the fused launch keep _MMA_ENV (the fused
-# launch's prep role on wgmma is a sweep knob, round r17, prepared). (Upstream
+# 0.19), an illegal memory access at BV32. So the chain keeps _MMA_ENV. The fused launch with the key
+# (rows up to 1400 tokens, round 17) compiles its prep role's dots to wgmma; its chain role's dots have
+# BV = 16 rows, too few for wgmma, so they stay mma.sync (offline sm_90 SASS: HGMMA in the prep role
+# only); it passes its GPU tests and round 17's float64 checks. (Upstream
 # reports of the same class: triton-lang/triton #10486 and #11366, several tl.dot on sm_90 wgmma, illegal
 # accesses from Triton 3.6 on.)
 _MMA_V3_ENV = {"DISABLE_MMA_V3": None, "DISABLE_MMA_V5": "1"}
@@ -880,17 +894,20 @@ def _launch(algo, q, k, v, state, A_log, a, dt_bias, b, cu_seqlens, scale, outpu
         for fn, grid, args, opts in launches:
             fn[grid](**args, **opts)
         return None
-    # Bind and look up (or compile) every launch before issuing the first, then launch the
-    # compiled kernels back to back: the official timer charges host time between a call's
+    # Bind and look up (or compile) every launch, and build each one's argument list (tensors as raw
+    # device pointers, which the launcher takes as they are), before issuing the first; then launch
+    # the compiled kernels back to back: the official timer charges host time between a call's
     # kernels, not before its first. Triton's full launch path between prep and chain left a
     # gap of ~25 us (H200, Triton 3.6), more than the prep's GPU time below ~2000 tokens.
     if _BIND_FIRST and _LAUNCH_BOUND:
-        compiled = []
+        compiled, ready = [], []
         for fn, grid, args, opts in launches:
             with _launch_env(args.get("MMA_V3", False)):
                 compiled.append(fn.warmup(grid=grid, **args, **opts))
-        for ck, (fn, grid, args, _) in zip(compiled, launches):
-            ck[grid](*[args[name] for name in fn.arg_names])
+            ready.append((compiled[-1][grid], [_raw(args[name]) for name in fn.arg_names]))
+        stream = torch.cuda.current_stream(q.device).cuda_stream
+        for run, argv in ready:
+            run(*argv, stream=stream)
     else:   # the plain path (older Triton; the sweeps measure the gap with it)
         compiled = []
         for fn, grid, args, opts in launches:
@@ -916,6 +933,11 @@ def _launch_env(mma_v3):
                 os.environ.pop(key, None)
             else:
                 os.environ[key] = val
+
+
+def _raw(x):
+    """A launch argument as the compiled launcher takes it without a call back into Python."""
+    return x.data_ptr() if isinstance(x, torch.Tensor) else x
 
 
 def _c(x):
