@@ -204,11 +204,15 @@ def test_split_prep_writes_every_slot():
     run_and_check(with_cfg(pk._TWO_LAUNCH_WIDE_CFG), cu, seed=3, out_atol=2e-3)
 
 
-def test_two_launch_rows_take_the_split_prep_on_mma_v3():
-    # round 13's choice for every two-launch row (the fused launch's prep role stays on mma.sync)
-    rows = [cfg for _, _, cfg in pk._LAUNCH_TABLE if cfg.get("ws") and not cfg.get("fused")]
-    assert len(rows) == 3 and all(cfg["prep_split"] and cfg["prep_mma_v3"] for cfg in rows)
-    assert not any(cfg.get("prep_mma_v3") for _, _, cfg in pk._LAUNCH_TABLE if cfg.get("fused"))
+def test_rows_with_a_prep_take_the_split_prep_on_mma_v3_up_to_1400_tokens_if_fused():
+    # round 13's choice for every two-launch row, round 17's for the fused rows up to 1400 tokens; the
+    # fused row above keeps one mma.sync prep ticket per (chunk, head)
+    rows = [(max_t, cfg) for max_t, _, cfg in pk._LAUNCH_TABLE if cfg.get("ws")]
+    assert len(rows) == 7
+    for max_t, cfg in rows:
+        knobs = bool(cfg.get("prep_split")) and bool(cfg.get("prep_mma_v3"))
+        assert knobs == (not cfg.get("fused") or max_t <= 1400), (max_t, cfg)
+        assert knobs or not (cfg.get("prep_split") or cfg.get("prep_mma_v3"))
 
 
 def test_bound_launch_only_where_triton_hands_constexprs_to_the_launcher():
@@ -235,9 +239,6 @@ def test_launch_table():
     assert not one.get("ws") and one["C"] == 32 and fused["fused"] and fused["ws"] and not two.get("fused")
     assert two["BV"] == two_t["BV"] == fused["BV"] == fused3["BV"] == 16 and wide["BV"] == 32
     assert fused3["num_stages"] == 3 and fused3["fused"] and fused_split["num_stages"] == 2
-    # up to 1400 tokens the fused prep role is split on wgmma (round 17); above, neither
-    assert all(c["prep_split"] and c["prep_mma_v3"] for c in (fused3, fused_split, two, two_t, wide))
-    assert not fused.get("prep_split") and not fused.get("prep_mma_v3")
     assert fused["trans"] and fused3["trans"] and two_t["trans"] and wide["trans"] and not two.get("trans")
     for T, N in [(6, 1), (300, 3), (8192, 57)]:
         cfg = pk._pick(T, N)

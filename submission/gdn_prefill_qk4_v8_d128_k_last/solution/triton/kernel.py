@@ -721,13 +721,17 @@ def _gdn_fused_kernel(
 # Harness pass at 2403e10 (the table of 1a3d1e7 + row 1), on a lent H200 with a slower host (FlashInfer 596.6
 # against 447.3 us): all 100: 60.4 us; T <= 16 6.5-7.0 against 8.8-9.0; the two-launch calls below 8192
 # tokens +12..+20 us (their prep, 16-20 us, no longer outlasts the host work of the second launch), T = 8192
-# 170.5 (150.3-194.2). Hence the second launch's arguments are now built before the first (_launch): round 18.
+# 170.5 (150.3-194.2). Hence the second launch's arguments are now built before the first (_launch): round 18
+# (logs/prefill_sweep_r18.json, against 2403e10's kernel, T >= 3000, twice each, interleaved): 3028/5, 3271/2,
+# 3999/13, 4124/15 -5.7, -11.4, -7.0, -2.9 us; 5709/2 +2.7; T = 8192 -1.8..+0.9.
 # Round 17 (logs/prefill_sweep_r17.json, at 2403e10, the 33 fused calls, twice each, interleaved): the fused
 # launch's prep role on wgmma ("prep_mma_v3"; offline sm_90: 48 HGMMA in the prep role, the chain role's dots
 # stay mma.sync, 255 registers either way) and / or split into Tm and P tickets ("prep_split", a second flag
 # plane): both -2.4..-8.5 us on 24 of the 25 calls up to 1400 tokens (29.4 -> 24.6 us for T < 512; 973/3
 # +1.1), but +0.9..+19 on the 8 calls from 1592 to 2857 tokens; wgmma alone -0.6..-3.9, split alone
 # -1.8..-6.4 up to 1400 tokens. Adopted (both) for the fused rows up to 1400 tokens.
+# Harness pass at 2f2ca39 (rounds 17 and 18 in): all 100: 57.7 us (T < 512 25.3 -> 23.3, T < 2048 65.7 -> 62.9
+# against 1a3d1e7), T = 8192 165.8 us (144.5-189.7).
 # B200 (148 SMs, sm_100a): UNMEASURED. The thresholds (16, 96, 180, 1400, 3000 tokens, N = 1/3/4/15) and
 # the V splits come from H200 timings only; every entry is correct on any GPU (same code, mma.sync path),
 # with one difference: the prep of the two-launch rows and of the fused rows up to 1400 tokens is wgmma on
