@@ -174,7 +174,7 @@ def poison_workspaces(cu, C=64):
 
 
 def test_fused_split_prep_role_and_its_flag_planes():
-    # sweep knob "prep_split" on the fused launch (prepared, not yet run on a GPU): Tm and P of each
+    # "prep_split" on the fused launch (the rows up to 1400 tokens, round 17): Tm and P of each
     # (chunk, head) by separate tickets, each with its own flag plane, both awaited by the chains. The
     # workspaces start as NaN, so a slot that neither role wrote would poison the outputs.
     cu = [0, 0, 17, 18, 150, 300]
@@ -213,6 +213,15 @@ def test_rows_with_a_prep_take_the_split_prep_on_mma_v3_up_to_1400_tokens_if_fus
         knobs = bool(cfg.get("prep_split")) and bool(cfg.get("prep_mma_v3"))
         assert knobs == (not cfg.get("fused") or max_t <= 1400), (max_t, cfg)
         assert knobs or not (cfg.get("prep_split") or cfg.get("prep_mma_v3"))
+
+
+def test_raw_launch_arguments_refuse_a_tensor_on_another_device():
+    # the bound launch hands the launcher raw pointers, which it does not check (a CPU tensor would be an
+    # illegal address on the GPU), so _raw checks the device itself
+    x = torch.arange(4.0)
+    assert pk._raw("q", x, x.device) == x.data_ptr() and pk._raw("N", 3, x.device) == 3
+    with pytest.raises(ValueError, match="state is on cpu, the call runs on cuda:0"):
+        pk._raw("state", x, torch.device("cuda", 0))
 
 
 def test_bound_launch_only_where_triton_hands_constexprs_to_the_launcher():
@@ -309,8 +318,9 @@ def test_gpu_prep_variants(split, mma_v3):
 @pytest.mark.gpu
 @pytest.mark.parametrize("split,mma_v3", [(False, True), (True, False), (True, True)])
 def test_gpu_fused_prep_knobs(split, mma_v3):
-    # the fused launch's prep role split into Tm and P tickets and / or on wgmma (sweep knobs, prepared
-    # offline: the chain role's dots stay mma.sync); twice each, so the second call waits on fresh flags
+    # the fused launch's prep role split into Tm and P tickets and / or on wgmma (the table's rows up to 1400
+    # tokens take both; split alone is what a B200 runs, MMAv5 off; the chain role's dots stay mma.sync);
+    # twice each, so the second call waits on fresh flags
     fn = with_cfg(dict(pk._FUSED_CFG, prep_split=split, prep_mma_v3=mma_v3))
     for cu in ([0, 2107], [round(i * 2999 / 40) for i in range(41)]):
         for seed in (11, 12):

@@ -28,7 +28,7 @@ arch, knobs = int(sys.argv[2]), sys.argv[3]
 for key, val in {"1": pk._MMA_ENV, "3": pk._MMA_V3_ENV}.get(knobs, {}).items():   # as _launch_env sets them
     if val is not None:
         os.environ[key] = val
-fused = sys.argv[4] in ("fused", "fused-wg")   # fused-wg: sweep knob prep_mma_v3 on the fused launch
+fused = sys.argv[4] in ("fused", "fused-wg")   # fused-wg: prep_mma_v3 on the fused launch (rows up to 1400)
 trans = sys.argv[4] == "trans"      # the N >= 16 row's chain launch (ALGO_CHUNK_WS_T, BV = 32)
 prep = sys.argv[4] == "prep"        # the two-launch rows' first launch (split, cfg "prep_mma_v3")
 cfg = pk._FUSED_CFG if fused else pk._TWO_LAUNCH_WIDE_CFG if trans or prep else pk._ONE_LAUNCH_CFG
@@ -105,7 +105,7 @@ def test_split_prep_gets_wgmma_on_hopper_only(arch, tmp_path):
 
 @pytest.mark.parametrize("arch", [90, 100])
 def test_fused_prep_role_on_mma_v3_keeps_the_chain_role_on_mma_sync(arch, tmp_path):
-    # sweep knob "prep_mma_v3" on the fused launch: on sm_90 the prep role's dots become wgmma while the
+    # "prep_mma_v3" on the fused launch (rows up to 1400 tokens): on sm_90 the prep role's dots become wgmma while the
     # chain role's (BV = 16 rows) stay mma.sync; a B200 gets mma.sync only
     assert _lowering(arch, "3", tmp_path, "fused-wg") == {"wgmma": arch == 90, "mma_sync": True, "tcgen05": False,
                                                           "atomics": True}

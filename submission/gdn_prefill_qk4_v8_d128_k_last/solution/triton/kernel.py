@@ -908,7 +908,7 @@ def _launch(algo, q, k, v, state, A_log, a, dt_bias, b, cu_seqlens, scale, outpu
         for fn, grid, args, opts in launches:
             with _launch_env(args.get("MMA_V3", False)):
                 compiled.append(fn.warmup(grid=grid, **args, **opts))
-            ready.append((compiled[-1][grid], [_raw(args[name]) for name in fn.arg_names]))
+            ready.append((compiled[-1][grid], [_raw(name, args[name], q.device) for name in fn.arg_names]))
         stream = torch.cuda.current_stream(q.device).cuda_stream
         for run, argv in ready:
             run(*argv, stream=stream)
@@ -939,9 +939,14 @@ def _launch_env(mma_v3):
                 os.environ[key] = val
 
 
-def _raw(x):
-    """A launch argument as the compiled launcher takes it without a call back into Python."""
-    return x.data_ptr() if isinstance(x, torch.Tensor) else x
+def _raw(name, x, device):
+    """A launch argument as the compiled launcher takes it without a call back into Python. The launcher
+    does not check a raw pointer, so a tensor on another device is refused here."""
+    if not isinstance(x, torch.Tensor):
+        return x
+    if x.device != device:
+        raise ValueError(f"gdn prefill: {name} is on {x.device}, the call runs on {device}")
+    return x.data_ptr()
 
 
 def _c(x):
