@@ -203,7 +203,21 @@ ROUNDS["r18"] = [  # (OLD_KERNEL = 2403e10's kernel.py) the two-launch rows' sec
     ("table-b", lambda w: K._pick(w["T"], w["N"]), None, 3000, BIG),
     ("old-table-b", lambda w: K_OLD._pick(w["T"], w["N"]), None, 3000, BIG),
 ]
-CANDS = ROUNDS[os.environ.get("ROUND", "r18")]
+_TWO = lambda c: bool(c.get("ws")) and not c.get("fused")   # noqa: E731  two-launch rows
+ROUNDS["r19"] = [  # (prepared, not yet run) the two-launch rows (T >= 3000) with programmatic dependent launch
+                   # (cfg "pdl": the chain launch starts during the prep's last wave and waits for it in the
+                   # kernel) and / or 8 prep warps (two wgmma warpgroups; 178 registers offline, 1 CTA per SM
+                   # against 3 with 4 warps); twice, interleaved
+    ("table-a", lambda w: K._pick(w["T"], w["N"]), None, 3000, BIG),
+    ("pdl", _with(dict(pdl=True), _TWO), None, 3000, BIG),
+    ("prep-w8", _with(dict(prep_warps=8), _TWO), None, 3000, BIG),
+    ("pdl-w8", _with(dict(pdl=True, prep_warps=8), _TWO), None, 3000, BIG),
+    ("table-b", lambda w: K._pick(w["T"], w["N"]), None, 3000, BIG),
+    ("pdl-b", _with(dict(pdl=True), _TWO), None, 3000, BIG),
+    ("prep-w8-b", _with(dict(prep_warps=8), _TWO), None, 3000, BIG),
+    ("pdl-w8-b", _with(dict(pdl=True, prep_warps=8), _TWO), None, 3000, BIG),
+]
+CANDS = ROUNDS[os.environ.get("ROUND", "r19")]
 if os.environ.get("CANDS"):
     CANDS = [c for c in CANDS if c[0] in os.environ["CANDS"].split(",")]
 
@@ -279,7 +293,7 @@ for name, cfg, prec, tmin, tmax in CANDS:
     print(f"{name}: {len(per)} wl, mean {statistics.mean(per.values()) if per else 0:.1f} us, regs "
           f"{res.get('regs')} spills {res.get('spills')} smem {res.get('shared')}, fails {fails}, max err out/state {emax}, "
           f"{res['wall_s']} s {res.get('error', '')}", flush=True)
-    json.dump(dict(workloads=wls, results=results), open(f"{OUT}/prefill_sweep_{os.environ.get('ROUND', 'r18')}.json", "w"))
+    json.dump(dict(workloads=wls, results=results), open(f"{OUT}/prefill_sweep_{os.environ.get('ROUND', 'r19')}.json", "w"))
 
 # summary: per T bucket, mean of each candidate over the workloads it ran, and the per-workload oracle
 def bucket(T):
