@@ -734,7 +734,7 @@ def _gdn_fused_kernel(
 # whose longest sequence has <= 16 tokens (6.9 against 9.0), +2..+7 above. The table cannot see the
 # longest sequence without a host sync, but T <= 16 bounds it: row 1 (the 7 contest calls with T <= 16).
 # Harness pass at 2403e10 (the table of 1a3d1e7 + row 1), on a lent H200 with a slower host (FlashInfer 596.6
-# against 447.3 us): all 100: 60.4 us; T <= 16 6.5-7.0 against 8.8-9.0; the two-launch calls below 8192
+# against 447.3 us): all 100: 60.4 us; T <= 16 6.5-7.0 against 8.8-9.0; the two-launch calls of 3028-4124
 # tokens +12..+20 us (their prep, 16-20 us, no longer outlasts the host work of the second launch), T = 8192
 # 170.5 (150.3-194.2). Hence the second launch's arguments are now built before the first (_launch): round 18
 # (logs/prefill_sweep_r18.json, against 2403e10's kernel, T >= 3000, twice each, interleaved): 3028/5, 3271/2,
