@@ -328,18 +328,6 @@ def test_gpu_fused_prep_knobs(split, mma_v3):
 
 
 @pytest.mark.gpu
-@pytest.mark.parametrize("row", ["_TWO_LAUNCH_CFG", "_TWO_LAUNCH_T_CFG", "_TWO_LAUNCH_WIDE_CFG"])
-def test_gpu_pdl_knob(row):
-    # sweep knob "pdl" (prepared, not yet run on a GPU): the chain launch may start while the prep launch
-    # still runs and waits for it in the kernel; twice each, so a call's prep must not overwrite the
-    # workspace while the previous call's chain still reads it
-    fn = with_cfg(dict(getattr(pk, row), pdl=True))
-    for cu in ([0, 5000, 5001, 8192], [round(i * 4124 / 15) for i in range(16)], [round(i * 8192 / 57) for i in range(58)]):
-        for seed in (11, 12):
-            run_and_check(fn, cu, seed=seed, out_atol=2e-3)
-
-
-@pytest.mark.gpu
 def test_gpu_recurrent_ablation_long():
     run_and_check(pk.kernel_recurrent, [0, 3000, 4096], seed=8)
 

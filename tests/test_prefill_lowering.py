@@ -29,11 +29,9 @@ arch, knobs = int(sys.argv[2]), sys.argv[3]
 for key, val in {"1": pk._MMA_ENV, "3": pk._MMA_V3_ENV}.get(knobs, {}).items():   # as _launch_env sets them
     if val is not None:
         os.environ[key] = val
-kind = sys.argv[4].removesuffix("-pdl")
-pdl = sys.argv[4].endswith("-pdl")  # sweep knob "pdl" on the two-launch rows' launches
-fused = kind in ("fused", "fused-wg")   # fused-wg: prep_mma_v3 on the fused launch (rows up to 1400)
-trans = kind == "trans"             # the N >= 16 row's chain launch (ALGO_CHUNK_WS_T, BV = 32)
-prep = kind == "prep"               # the two-launch rows' first launch (split, cfg "prep_mma_v3")
+fused = sys.argv[4] in ("fused", "fused-wg")   # fused-wg: prep_mma_v3 on the fused launch (rows up to 1400)
+trans = sys.argv[4] == "trans"      # the N >= 16 row's chain launch (ALGO_CHUNK_WS_T, BV = 32)
+prep = sys.argv[4] == "prep"        # the two-launch rows' first launch (split, cfg "prep_mma_v3")
 cfg = pk._FUSED_CFG if fused else pk._TWO_LAUNCH_WIDE_CFG if trans or prep else pk._ONE_LAUNCH_CFG
 assert not (fused or trans) or cfg["trans"]    # the table's fused and wide rows take the transposed chain
 kern = pk._gdn_fused_kernel if fused else pk._gdn_prep_kernel if prep else pk._gdn_prefill_kernel
@@ -46,7 +44,7 @@ cst = dict(NP2=2, LPT=False, CHAIN_ALGO=pk.ALGO_CHUNK_WS_T,
            ALGO=pk.ALGO_CHUNK_WS_T if trans else pk.ALGO_CHUNK, SPLIT=cfg.get("prep_split", False),
            MMA_V3=cfg.get("prep_mma_v3", False) or sys.argv[4] == "fused-wg", WS_P=fused or trans or prep, C=C, BV=cfg["BV"], SB=SB,
            LOG2NB=(C // SB).bit_length() - 1, SCAN=0, HAS_STATE=True, PREC_QK=pk.P_BF16, PREC_T=pk.P_TF32,
-           PREC_S=pk.P_BF16X2, PREC_Q=pk.P_BF16, PREC_O=pk.P_BF16, NHV=8, NHK=4, DK=128, INTERP=False, PDL=pdl)
+           PREC_S=pk.P_BF16X2, PREC_Q=pk.P_BF16, PREC_O=pk.P_BF16, NHV=8, NHK=4, DK=128, INTERP=False)
 names = kern.arg_names
 cst = {k: v for k, v in cst.items() if k in names}
 assert set(names) <= set(types) | set(cst), sorted(set(names) - set(types) - set(cst))
@@ -57,12 +55,8 @@ ck = triton.compile(ASTSource(kern, sig, constexprs=cst, attrs=attrs),
                     options=dict(num_warps=cfg.get("prep_warps", 4) if prep else cfg["num_warps"],
                                  num_stages=1 if prep else cfg["num_stages"]))
 ptx = ck.asm["ptx"]
-out = {"wgmma": "wgmma" in ptx, "mma_sync": "mma.sync" in ptx, "tcgen05": "tcgen05.mma" in ptx, "atomics": "atom." in ptx}
-if pdl or "griddepcontrol" in ptx:
-    wait, copy = ptx.find("griddepcontrol.wait"), ptx.find("cp.async")
-    out.update(gdc_wait=wait >= 0, gdc_launch="griddepcontrol.launch_dependents" in ptx,
-               wait_before_first_copy=0 <= wait < copy)
-print(json.dumps(out))
+print(json.dumps({"wgmma": "wgmma" in ptx, "mma_sync": "mma.sync" in ptx, "tcgen05": "tcgen05.mma" in ptx,
+                  "atomics": "atom." in ptx}))
 """
 
 
@@ -115,15 +109,3 @@ def test_fused_prep_role_on_mma_v3_keeps_the_chain_role_on_mma_sync(arch, tmp_pa
     # chain role's (BV = 16 rows) stay mma.sync; a B200 gets mma.sync only
     assert _lowering(arch, "3", tmp_path, "fused-wg") == {"wgmma": arch == 90, "mma_sync": True, "tcgen05": False,
                                                           "atomics": True}
-
-
-@pytest.mark.parametrize("arch", [90, 100])
-def test_pdl_knob_puts_the_chain_wait_before_its_workspace_copies(arch, tmp_path):
-    # sweep knob "pdl" (prepared, not yet run on a GPU): the prep signals its dependents at once, the chain
-    # waits for the prep grid (griddepcontrol.wait) before the pipelined copies of the workspace tiles it
-    # wrote; without the knob neither kernel has griddepcontrol (the production rows)
-    chain = _lowering(arch, True, tmp_path, "trans-pdl")
-    assert chain["gdc_wait"] and chain["wait_before_first_copy"] and not chain["gdc_launch"]
-    prep = _lowering(arch, "3", tmp_path, "prep-pdl")
-    assert prep["gdc_launch"] and not prep["gdc_wait"]
-    assert "gdc_wait" not in _lowering(arch, True, tmp_path, "trans")

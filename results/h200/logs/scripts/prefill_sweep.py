@@ -204,10 +204,10 @@ ROUNDS["r18"] = [  # (OLD_KERNEL = 2403e10's kernel.py) the two-launch rows' sec
     ("old-table-b", lambda w: K_OLD._pick(w["T"], w["N"]), None, 3000, BIG),
 ]
 _TWO = lambda c: bool(c.get("ws")) and not c.get("fused")   # noqa: E731  two-launch rows
-ROUNDS["r19"] = [  # (prepared, not yet run) the two-launch rows (T >= 3000) with programmatic dependent launch
-                   # (cfg "pdl": the chain launch starts during the prep's last wave and waits for it in the
-                   # kernel) and / or 8 prep warps (two wgmma warpgroups; 178 registers offline, 1 CTA per SM
-                   # against 3 with 4 warps); twice, interleaved
+ROUNDS["r19"] = [  # (ran at 114759c; logs/prefill_sweep_r19.json) the two-launch rows (T >= 3000) with programmatic
+                   # dependent launch (cfg "pdl": the chain launch starts during the prep's last wave and waits for
+                   # it in the kernel; removed after this round: it lost) and / or 8 prep warps (two wgmma
+                   # warpgroups; 178 registers offline, 1 CTA per SM against 3 with 4 warps); twice, interleaved
     ("table-a", lambda w: K._pick(w["T"], w["N"]), None, 3000, BIG),
     ("pdl", _with(dict(pdl=True), _TWO), None, 3000, BIG),
     ("prep-w8", _with(dict(prep_warps=8), _TWO), None, 3000, BIG),

@@ -65,11 +65,6 @@ import torch
 import triton
 import triton.language as tl
 
-try:    # griddepcontrol, for programmatic dependent launch (sweep knob "pdl"); absent from older Triton
-    from triton.language.extra.cuda import gdc_launch_dependents, gdc_wait
-except ImportError:
-    gdc_launch_dependents = gdc_wait = None
-
 HK = 4          # q/k heads
 HV = 8          # v heads
 D = 128         # head size (K == V)
@@ -370,8 +365,7 @@ def _chain(pid_v, pid_nh, q_ptr, k_ptr, v_ptr, s_ptr, alog_ptr, a_ptr, dtb_ptr, 
            INTERP: tl.constexpr):
     """One CTA's serial walk over the chunks of its (sequence, head, value slice). WAIT (fused launch):
     the number of flag planes to wait on (2 with the split prep role: Tm flags, then P flags nprep
-    words further); -1 (chain launch with cfg "pdl"): after its prologue, wait for the prep grid
-    (griddepcontrol.wait: its workspace stores are then visible)."""
+    words further)."""
     h = pid_nh % NHV
     if LPT:
         n = _longest_first(cu_ptr, pid_nh // NHV, N, NP2)
@@ -398,8 +392,6 @@ def _chain(pid_v, pid_nh, q_ptr, k_ptr, v_ptr, s_ptr, alog_ptr, a_ptr, dtb_ptr, 
         H = tl.zeros((DK, BV), dtype=tl.float32)
     if HAS_STATE:
         H = tl.load(s_ptr + s_off)
-    if WAIT == -1:
-        gdc_wait()
 
     # The interpreter (numpy >= 2) cannot take a loaded scalar as a range() bound, so under
     # INTERP the same step runs in a while loop; on the GPU a for loop (software-pipelined).
@@ -472,15 +464,12 @@ def _gdn_prefill_kernel(
     LOG2NB: tl.constexpr, SCAN: tl.constexpr, HAS_STATE: tl.constexpr,
     PREC_QK: tl.constexpr, PREC_T: tl.constexpr, PREC_S: tl.constexpr, PREC_Q: tl.constexpr,
     PREC_O: tl.constexpr, NHV: tl.constexpr, NHK: tl.constexpr, DK: tl.constexpr,
-    INTERP: tl.constexpr, PDL: tl.constexpr = False,
+    INTERP: tl.constexpr,
 ):
-    """The chain: grid (value slices, N * HV), slices of one head adjacent (they share q/k). PDL (cfg
-    "pdl", a launch with programmatic dependent launch after the prep launch): wait for the prep grid
-    after the prologue."""
-    wait = -1 if PDL else 0
+    """The chain: grid (value slices, N * HV), slices of one head adjacent (they share q/k)."""
     _chain(tl.program_id(0), tl.program_id(1), q_ptr, k_ptr, v_ptr, s_ptr, alog_ptr, a_ptr,
            dtb_ptr, b_ptr, cu_ptr, o_ptr, ns_ptr, ws_ptr, wp_ptr, ws_ptr, 0, 0, scale, N, NP2, LPT,
-           wait, ALGO, WS_P, C, BV, SB, LOG2NB, SCAN, HAS_STATE, PREC_QK, PREC_T, PREC_S,
+           0, ALGO, WS_P, C, BV, SB, LOG2NB, SCAN, HAS_STATE, PREC_QK, PREC_T, PREC_S,
            PREC_Q, PREC_O, NHV, NHK, DK, INTERP)
 
 
@@ -491,16 +480,12 @@ def _gdn_prep_kernel(
     SCAN: tl.constexpr, NP2: tl.constexpr,
     PREC_QK: tl.constexpr, PREC_T: tl.constexpr,
     NHV: tl.constexpr, NHK: tl.constexpr, DK: tl.constexpr, SPLIT: tl.constexpr,
-    MMA_V3: tl.constexpr = False, PDL: tl.constexpr = False,
+    MMA_V3: tl.constexpr = False,
 ):
     """Two-launch variant, first launch: Tm (and P) of every (chunk, head), grid (slots, HV, 1);
     with SPLIT (cfg "prep_split", the two-launch rows) grid (slots, HV, 2): Tm and P in separate CTAs,
     each path with fewer live registers. MMA_V3 (cfg "prep_mma_v3") is not read: it only keys Triton's
-    in-process kernel cache, which ignores the env knobs that pick the lowering (_launch_env). PDL (cfg
-    "pdl"): let the chain launch start as soon as every prep CTA has started (it then waits for this grid
-    to finish, _chain), so its launch and prologue overlap the prep's last wave."""
-    if PDL:
-        gdc_launch_dependents()
+    in-process kernel cache, which ignores the env knobs that pick the lowering (_launch_env)."""
     if SPLIT:
         if tl.program_id(2) == 0:
             _prep_slot(tl.program_id(0), tl.program_id(1), q_ptr, k_ptr, alog_ptr, a_ptr, dtb_ptr,
@@ -747,11 +732,11 @@ def _gdn_fused_kernel(
 # -1.8..-6.4 up to 1400 tokens. Adopted (both) for the fused rows up to 1400 tokens.
 # Harness pass at 2f2ca39 (rounds 17 and 18 in): all 100: 57.7 us (T < 512 25.3 -> 23.3, T < 2048 65.7 -> 62.9
 # against 1a3d1e7), T = 8192 165.8 us (144.5-189.7).
-# Prepared offline, NOT MEASURED (sweep round r19, test_gpu_pdl_knob; in no row): cfg "pdl" on the two-launch
-# rows, programmatic dependent launch: every prep CTA first signals griddepcontrol.launch_dependents, the chain
-# launch carries the PDL attribute, loads its state slice, then waits for the prep grid (griddepcontrol.wait,
-# before its first workspace copy: offline PTX, test_prefill_lowering), so the chain's launch and prologue
-# overlap the prep's last wave. The production kernels' SASS is unchanged by the knob (md5 checked).
+# Round 19 (logs/prefill_sweep_r19.json, at 114759c, T >= 3000, twice each, interleaved): programmatic dependent
+# launch of the chain after the prep (griddepcontrol: every prep CTA signals launch_dependents at once, the chain
+# launch carries the PDL attribute and waits for the prep grid after loading its state slice): T = 8192 166.2 ->
+# 170.7 us, T < 8192 146.6 -> 171.5; 8 prep warps 215.4 / 166.7; both 215.9 / 191.7. None adopted; the knob was
+# removed.
 # B200 (148 SMs, sm_100a): UNMEASURED. The thresholds (16, 96, 180, 1400, 3000 tokens, N = 1/3/4/15) and
 # the V splits come from H200 timings only; every entry is correct on any GPU (same code, mma.sync path),
 # with one difference: the prep of the two-launch rows and of the fused rows up to 1400 tokens is wgmma on
@@ -897,11 +882,6 @@ def _launch(algo, q, k, v, state, A_log, a, dt_bias, b, cu_seqlens, scale, outpu
         scale=scale, N=N, NP2=np2, LPT=lpt, WS_P=ws_p, C=C, BV=BV, SB=SB, LOG2NB=log2nb, SCAN=scan,
         HAS_STATE=has_state, NHV=HV, NHK=HK, DK=D, INTERP=not on_gpu, **p)
     split = ws_p and cfg.get("prep_split", False)   # Tm and P of a (chunk, head) in separate CTAs
-    # programmatic dependent launch of the chain after the prep (two launches; the interpreter has no
-    # griddepcontrol, so there the knob is inert)
-    pdl = use_ws and not cfg.get("fused", False) and bool(cfg.get("pdl")) and on_gpu
-    if pdl and gdc_wait is None:
-        raise RuntimeError("gdn prefill: cfg 'pdl' needs triton.language.extra.cuda.gdc_wait (a newer Triton)")
     launches = []   # (jit function, grid, every argument by name, launch options)
     if fused:
         nvb = D // BV
@@ -916,12 +896,9 @@ def _launch(algo, q, k, v, state, A_log, a, dt_bias, b, cu_seqlens, scale, outpu
                 q_ptr=q, k_ptr=k, alog_ptr=A_log, a_ptr=a, dtb_ptr=dt_bias, b_ptr=b, cu_ptr=cu_seqlens,
                 ws_ptr=ws, wp_ptr=wp, N=N, WS_P=ws_p, C=C, SB=SB, LOG2NB=log2nb, SCAN=scan,
                 NP2=np2, PREC_QK=p["PREC_QK"], PREC_T=p["PREC_T"],
-                NHV=HV, NHK=HK, DK=D, SPLIT=split, MMA_V3=bool(cfg.get("prep_mma_v3")), PDL=pdl), prep_opts))
+                NHV=HV, NHK=HK, DK=D, SPLIT=split, MMA_V3=bool(cfg.get("prep_mma_v3"))), prep_opts))
             algo = chain_algo
-            if pdl:     # the chain launch may start before the prep launch ends (_gdn_prep_kernel)
-                chain_opts["launch_pdl"] = True
-        launches.append((_gdn_prefill_kernel, (D // BV, N * HV, 1), dict(chain_args, ALGO=algo, PDL=pdl),
-                         chain_opts))
+        launches.append((_gdn_prefill_kernel, (D // BV, N * HV, 1), dict(chain_args, ALGO=algo), chain_opts))
     if not on_gpu:
         for fn, grid, args, opts in launches:
             fn[grid](**args, **opts)
