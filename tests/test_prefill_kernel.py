@@ -148,6 +148,31 @@ def test_sequences_launched_longest_first_with_ties_and_padding():
     run_and_check(pk.kernel, [0, 1, 4, 17, 18, 30, 31, 44, 50, 60], seed=5)
 
 
+@pytest.mark.parametrize("row,prefetch", [("_ONE_LAUNCH_CFG", 1), ("_TWO_LAUNCH_CFG", 1), ("_TWO_LAUNCH_CFG", 2),
+                                          ("_TWO_LAUNCH_WIDE_CFG", 2), ("_FUSED_SPLIT_CFG", 2)])
+def test_prefetch_knob(row, prefetch):
+    # sweep knob "prefetch": each step loads the next chunk's v, a, b (2: and its Tm) before its own work; the
+    # last step's prefetch is past the sequence's end (masked), the empty sequence has no step, and a partial
+    # last chunk must take its own rows only
+    run_and_check(with_cfg(dict(getattr(pk, row), prefetch=prefetch)), [0, 0, 17, 18, 150, 300], seed=3,
+                  out_atol=2e-3)
+
+
+def test_prefetch_of_tm_needs_a_workspace():
+    with pytest.raises(ValueError, match="prefetch=2"):
+        run_and_check(with_cfg(dict(pk._ONE_LAUNCH_CFG, prefetch=2)), [0, 5])
+
+
+def test_rank_table_written_by_the_first_launch():
+    # sweep knob "lpt_ws": the prep launch writes one row (n, bos, eos) per rank, longest first, ties by index
+    # (N = 5 pads the rank vector to 8; three sequences tie at 10 tokens); the chain reads its row from it
+    cu = [0, 10, 20, 25, 35, 36]
+    run_and_check(with_cfg(dict(pk._TWO_LAUNCH_T_CFG, lpt=True, lpt_ws=True)), cu, seed=4, out_atol=2e-3)
+    table = next(b for key, b in pk._WORKSPACES.items() if key[0] == "perm").view(-1, 4)[:, :3].cpu().tolist()
+    order = sorted(range(5), key=lambda i: (-(cu[i + 1] - cu[i]), i))
+    assert table == [[i, cu[i], cu[i + 1]] for i in order]
+
+
 def test_fused_variant_and_its_sync_words():
     # both roles in one launch (cfg "fused"): correct, and each call
     # leaves the counters at 0 and the epoch one higher, so the next call waits for fresh flags
@@ -323,6 +348,18 @@ def test_gpu_fused_prep_knobs(split, mma_v3):
     # twice each, so the second call waits on fresh flags
     fn = with_cfg(dict(pk._FUSED_CFG, prep_split=split, prep_mma_v3=mma_v3))
     for cu in ([0, 2107], [round(i * 2999 / 40) for i in range(41)]):
+        for seed in (11, 12):
+            run_and_check(fn, cu, seed=seed, out_atol=2e-3)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("row", ["_FUSED_SPLIT_CFG", "_FUSED_CFG", "_TWO_LAUNCH_CFG", "_TWO_LAUNCH_T_CFG",
+                                 "_TWO_LAUNCH_WIDE_CFG"])
+@pytest.mark.parametrize("prefetch", [1, 2])
+def test_gpu_prefetch_and_rank_knobs(row, prefetch):
+    # sweep knobs "prefetch" and "lpt_ws" (the longest-first rank table from the first launch); twice each
+    fn = with_cfg(dict(getattr(pk, row), prefetch=prefetch, lpt_ws=True))
+    for cu in ([0, 5000, 5001, 8192], [0, 17, 18, 150, 300], [round(i * 8192 / 57) for i in range(58)]):
         for seed in (11, 12):
             run_and_check(fn, cu, seed=seed, out_atol=2e-3)
 

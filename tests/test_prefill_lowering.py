@@ -38,7 +38,7 @@ kern = pk._gdn_fused_kernel if fused else pk._gdn_prep_kernel if prep else pk._g
 types = {"q_ptr": "*bf16", "k_ptr": "*bf16", "v_ptr": "*bf16", "s_ptr": "*fp32", "alog_ptr": "*fp32",
          "a_ptr": "*bf16", "dtb_ptr": "*fp32", "b_ptr": "*bf16", "cu_ptr": "*i64", "o_ptr": "*bf16",
          "ns_ptr": "*fp32", "ws_ptr": "*fp32", "wp_ptr": "*bf16", "scale": "fp32", "N": "i32",
-         "sync_ptr": "*i32", "NPREP": "i32", "NVB": "i32"}
+         "sync_ptr": "*i32", "perm_ptr": "*i32", "NPREP": "i32", "NVB": "i32"}
 C, SB = cfg["C"], min(cfg.get("SB", 16), cfg["C"])
 cst = dict(NP2=2, LPT=False, CHAIN_ALGO=pk.ALGO_CHUNK_WS_T,
            ALGO=pk.ALGO_CHUNK_WS_T if trans else pk.ALGO_CHUNK, SPLIT=cfg.get("prep_split", False),

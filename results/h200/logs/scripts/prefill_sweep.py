@@ -217,7 +217,31 @@ ROUNDS["r19"] = [  # (ran at 114759c; logs/prefill_sweep_r19.json) the two-launc
     ("prep-w8-b", _with(dict(prep_warps=8), _TWO), None, 3000, BIG),
     ("pdl-w8-b", _with(dict(pdl=True, prep_warps=8), _TWO), None, 3000, BIG),
 ]
-CANDS = ROUNDS[os.environ.get("ROUND", "r19")]
+_WS = lambda c: bool(c.get("ws"))          # noqa: E731  rows with a workspace (fused and two-launch)
+
+
+def _ranked(change):
+    """The table's config changed, on the two-launch calls that take sequences longest first (N >= _LPT_MIN_N)."""
+    def cfg(w):
+        c = K._pick(w["T"], w["N"])
+        return dict(c, lpt_ws=True, **change) if _TWO(c) and w["N"] >= K._LPT_MIN_N else None
+    return cfg
+
+
+ROUNDS["r20"] = [  # (at the commit that added the knobs) what the Nsight Compute profiles (logs/ncu_114759c) point
+                   # at: "prefetch" (each chain step loads the next chunk's v, a, b, 2: and its Tm, before its own
+                   # work) on every row (2: the workspace rows), and "lpt_ws" (the prep launch writes the
+                   # longest-first rank table, so chain CTAs skip ranking all N sequences); three times, interleaved
+    *[c for sfx in ("-a", "-b", "-c") for c in (
+        ("table" + sfx, lambda w: K._pick(w["T"], w["N"]), None, 0, BIG),
+        ("pf1" + sfx, _with(dict(prefetch=1), lambda c: True), None, 0, BIG),
+        ("pf2" + sfx, _with(dict(prefetch=2), _WS), None, 0, BIG),
+        ("lptws" + sfx, _ranked({}), None, 0, BIG),
+        ("lptws-pf1" + sfx, _ranked(dict(prefetch=1)), None, 0, BIG),
+        ("lptws-pf2" + sfx, _ranked(dict(prefetch=2)), None, 0, BIG),
+    )],
+]
+CANDS = ROUNDS[os.environ.get("ROUND", "r20")]
 if os.environ.get("CANDS"):
     CANDS = [c for c in CANDS if c[0] in os.environ["CANDS"].split(",")]
 
@@ -293,7 +317,7 @@ for name, cfg, prec, tmin, tmax in CANDS:
     print(f"{name}: {len(per)} wl, mean {statistics.mean(per.values()) if per else 0:.1f} us, regs "
           f"{res.get('regs')} spills {res.get('spills')} smem {res.get('shared')}, fails {fails}, max err out/state {emax}, "
           f"{res['wall_s']} s {res.get('error', '')}", flush=True)
-    json.dump(dict(workloads=wls, results=results), open(f"{OUT}/prefill_sweep_{os.environ.get('ROUND', 'r19')}.json", "w"))
+    json.dump(dict(workloads=wls, results=results), open(f"{OUT}/prefill_sweep_{os.environ.get('ROUND', 'r20')}.json", "w"))
 
 # summary: per T bucket, mean of each candidate over the workloads it ran, and the per-workload oracle
 def bucket(T):

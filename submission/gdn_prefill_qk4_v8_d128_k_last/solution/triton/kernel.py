@@ -127,14 +127,27 @@ def _gates(a, b, alog, dtb):
 
 
 @triton.jit
-def _chunk_gates(a_ptr, b_ptr, tok, valid, h, alog, dtb, NHV: tl.constexpr):
-    """Per-token log gate and beta of one chunk ([C]); masked tokens get 0 and 0."""
-    a = tl.load(a_ptr + tok * NHV + h, mask=valid, other=0.0).to(tl.float32)
-    b = tl.load(b_ptr + tok * NHV + h, mask=valid, other=0.0).to(tl.float32)
-    lg, beta = _gates(a, b, alog, dtb)
+def _chunk_ab(a_ptr, b_ptr, tok, valid, h, NHV: tl.constexpr):
+    """The gate inputs a and b of one chunk's tokens ([C], as stored; masked tokens read 0)."""
+    a = tl.load(a_ptr + tok * NHV + h, mask=valid, other=0.0)
+    b = tl.load(b_ptr + tok * NHV + h, mask=valid, other=0.0)
+    return a, b
+
+
+@triton.jit
+def _gates_of(a, b, valid, alog, dtb):
+    """Per-token log gate and beta of one chunk ([C]) from its a and b; masked tokens get 0 and 0."""
+    lg, beta = _gates(a.to(tl.float32), b.to(tl.float32), alog, dtb)
     lg = tl.where(valid, lg, 0.0)
     beta = tl.where(valid, beta, 0.0)
     return lg, beta
+
+
+@triton.jit
+def _chunk_gates(a_ptr, b_ptr, tok, valid, h, alog, dtb, NHV: tl.constexpr):
+    """Per-token log gate and beta of one chunk ([C]); masked tokens get 0 and 0."""
+    a, b = _chunk_ab(a_ptr, b_ptr, tok, valid, h, NHV)
+    return _gates_of(a, b, valid, alog, dtb)
 
 
 @triton.jit
@@ -275,41 +288,83 @@ def _recurrent_token(H, t, h, hq, v0, q_ptr, k_ptr, v_ptr, a_ptr, b_ptr, o_ptr, 
 
 
 @triton.jit
+def _vo_tile(tok, valid, h, v0, ALGO: tl.constexpr, BV: tl.constexpr, NHV: tl.constexpr, DK: tl.constexpr):
+    """Offsets and mask of a chunk's value-side tile (v in, output out): [BV, C] for ALGO_CHUNK_WS_T, else [C, BV]."""
+    vx = tl.arange(0, BV)
+    if ALGO == 3:
+        off = tok[None, :] * (NHV * DK) + h * DK + v0 + vx[:, None]
+        mask = valid[None, :]
+    else:
+        off = tok[:, None] * (NHV * DK) + h * DK + v0 + vx[None, :]
+        mask = valid[:, None]
+    return off, mask
+
+
+@triton.jit
+def _ws_off(c0, bos, n, h, C: tl.constexpr, NHV: tl.constexpr):
+    """Offsets of the workspace tile (Tm, P) of the chunk at c0 of sequence n (slots: _prep_slot)."""
+    r = tl.arange(0, C)
+    return ((bos // C + n + (c0 - bos) // C) * NHV + h) * (C * C) + r[:, None] * C + r[None, :]
+
+
+@triton.jit
+def _chunk_in(c0, eos, h, v0, v_ptr, a_ptr, b_ptr, ALGO: tl.constexpr, C: tl.constexpr, BV: tl.constexpr,
+              NHV: tl.constexpr, DK: tl.constexpr):
+    """A chunk's loads that feed no dot (v, a, b; as stored), issued a step early with cfg "prefetch"."""
+    tok = c0 + tl.arange(0, C)
+    valid = tok < eos
+    vo_off, vo_mask = _vo_tile(tok, valid, h, v0, ALGO, BV, NHV, DK)
+    v = tl.load(v_ptr + vo_off, mask=vo_mask, other=0.0)
+    a, b = _chunk_ab(a_ptr, b_ptr, tok, valid, h, NHV)
+    return v, a, b
+
+
+@triton.jit
+def _chunk_tm_ws(c0, bos, eos, n, h, ws_ptr, C: tl.constexpr, NHV: tl.constexpr):
+    """The chunk's Tm from the workspace, issued a step early with cfg "prefetch" = 2 (none past eos)."""
+    return tl.load(ws_ptr + _ws_off(c0, bos, n, h, C, NHV), mask=(tl.zeros((C, C), tl.int32) + c0) < eos,
+                   other=0.0)
+
+
+@triton.jit
 def _step(H, c0, bos, eos, n, h, hq, v0, q_ptr, k_ptr, v_ptr, a_ptr, b_ptr, o_ptr, ws_ptr,
-          wp_ptr, alog, dtb, scale, WS_P: tl.constexpr, ALGO: tl.constexpr, C: tl.constexpr,
+          wp_ptr, alog, dtb, scale, vr, ar, br, tmr, PF: tl.constexpr, WS_P: tl.constexpr,
+          ALGO: tl.constexpr, C: tl.constexpr,
           BV: tl.constexpr, SB: tl.constexpr, LOG2NB: tl.constexpr,
           SCAN: tl.constexpr, PREC_QK: tl.constexpr, PREC_T: tl.constexpr,
           PREC_S: tl.constexpr, PREC_Q: tl.constexpr, PREC_O: tl.constexpr, NHV: tl.constexpr,
           NHK: tl.constexpr, DK: tl.constexpr, INTERP: tl.constexpr):
-    """One chunk of C tokens [c0, min(c0 + C, eos)): the only place where the ALGOs differ."""
+    """One chunk of C tokens [c0, min(c0 + C, eos)): the only place where the ALGOs differ. With PF (cfg
+    "prefetch") the chunk's v, a and b (and with PF = 2 its Tm) come in as vr, ar, br (tmr), loaded by the
+    previous step (_chain)."""
     if ALGO == 1:
         H = _recurrent_chunk(H, c0, eos, h, hq, v0, q_ptr, k_ptr, v_ptr, a_ptr, b_ptr, o_ptr,
                              alog, dtb, scale, C, BV, NHV, NHK, DK, INTERP)
     else:
         r = tl.arange(0, C)
         kx = tl.arange(0, DK)
-        vx = tl.arange(0, BV)
         tok = c0 + r
         valid = tok < eos
         qk_off = tok[:, None] * (NHK * DK) + hq * DK + kx[None, :]
         q = tl.load(q_ptr + qk_off, mask=valid[:, None], other=0.0)
         k = tl.load(k_ptr + qk_off, mask=valid[:, None], other=0.0)
-        if ALGO == 3:   # value-side tiles [BV, C]
-            vo_off = tok[None, :] * (NHV * DK) + h * DK + v0 + vx[:, None]
-            vo_mask = valid[None, :]
-        else:           # [C, BV]
-            vo_off = tok[:, None] * (NHV * DK) + h * DK + v0 + vx[None, :]
-            vo_mask = valid[:, None]
-        v = tl.load(v_ptr + vo_off, mask=vo_mask, other=0.0).to(tl.float32)
-        lg, beta = _chunk_gates(a_ptr, b_ptr, tok, valid, h, alog, dtb, NHV)
+        vo_off, vo_mask = _vo_tile(tok, valid, h, v0, ALGO, BV, NHV, DK)
+        if PF:
+            v = vr.to(tl.float32)
+            lg, beta = _gates_of(ar, br, valid, alog, dtb)
+        else:
+            v = tl.load(v_ptr + vo_off, mask=vo_mask, other=0.0).to(tl.float32)
+            lg, beta = _chunk_gates(a_ptr, b_ptr, tok, valid, h, alog, dtb, NHV)
         G = _cumsum(lg, C, SCAN)
         if ALGO == 0:
             Tm = _chunk_tm(k, G, beta, C, SB, LOG2NB, PREC_QK, PREC_T)
             P = _chunk_p(q, k, G, C, PREC_QK)
         else:
-            w_off = ((bos // C + n + (c0 - bos) // C) * NHV + h) * (C * C) \
-                + r[:, None] * C + r[None, :]
-            Tm = tl.load(ws_ptr + w_off)
+            w_off = _ws_off(c0, bos, n, h, C, NHV)
+            if PF == 2:
+                Tm = tmr
+            else:
+                Tm = tl.load(ws_ptr + w_off)
             if WS_P:
                 P = tl.load(wp_ptr + w_off).to(tl.float32)
             else:
@@ -337,6 +392,23 @@ def _longest_first(cu_ptr, r, N, NP2: tl.constexpr):
 
 
 @triton.jit
+def _rank_sequence(p, cu_ptr, perm_ptr, N, NP2: tl.constexpr):
+    """cfg "lpt_ws" (in the first of two launches): sequence p's rank r in _longest_first's order, stored as
+    row r of perm (n, bos, eos, 0), so each chain CTA reads its sequence and bounds in one round trip instead
+    of ranking all N sequences itself."""
+    i = tl.arange(0, NP2)
+    m = i < N
+    ln = tl.where(m, tl.load(cu_ptr + i + 1, mask=m, other=0) - tl.load(cu_ptr + i, mask=m, other=0), -1)
+    bos = tl.load(cu_ptr + p)
+    eos = tl.load(cu_ptr + p + 1)
+    mine = eos - bos
+    rank = tl.sum(((ln > mine) | ((ln == mine) & (i < p))).to(tl.int32), axis=0)
+    tl.store(perm_ptr + rank * 4, p)
+    tl.store(perm_ptr + rank * 4 + 1, bos.to(tl.int32))
+    tl.store(perm_ptr + rank * 4 + 2, eos.to(tl.int32))
+
+
+@triton.jit
 def _wait_chunks(sync_ptr, first, nch, h, want, NHV: tl.constexpr):
     """Fused variant: spin until the prep role has published chunks [first, first + nch) of head h
     (their flags hold `want`). The acquiring atomics order this CTA's later workspace loads after
@@ -356,8 +428,8 @@ def _wait_chunks(sync_ptr, first, nch, h, want, NHV: tl.constexpr):
 
 @triton.jit
 def _chain(pid_v, pid_nh, q_ptr, k_ptr, v_ptr, s_ptr, alog_ptr, a_ptr, dtb_ptr, b_ptr, cu_ptr,
-           o_ptr, ns_ptr, ws_ptr, wp_ptr, sync_ptr, want, nprep, scale, N, NP2: tl.constexpr,
-           LPT: tl.constexpr, WAIT: tl.constexpr, ALGO: tl.constexpr, WS_P: tl.constexpr,
+           o_ptr, ns_ptr, ws_ptr, wp_ptr, sync_ptr, perm_ptr, want, nprep, scale, N, NP2: tl.constexpr,
+           LPT: tl.constexpr, WAIT: tl.constexpr, PF: tl.constexpr, ALGO: tl.constexpr, WS_P: tl.constexpr,
            C: tl.constexpr, BV: tl.constexpr, SB: tl.constexpr, LOG2NB: tl.constexpr,
            SCAN: tl.constexpr, HAS_STATE: tl.constexpr, PREC_QK: tl.constexpr,
            PREC_T: tl.constexpr, PREC_S: tl.constexpr, PREC_Q: tl.constexpr,
@@ -365,22 +437,45 @@ def _chain(pid_v, pid_nh, q_ptr, k_ptr, v_ptr, s_ptr, alog_ptr, a_ptr, dtb_ptr, 
            INTERP: tl.constexpr):
     """One CTA's serial walk over the chunks of its (sequence, head, value slice). WAIT (fused launch):
     the number of flag planes to wait on (2 with the split prep role: Tm flags, then P flags nprep
-    words further)."""
+    words further). LPT: 1 ranks the sequences here (_longest_first), 2 reads the rank table the first
+    launch wrote (_rank_sequence). PF (cfg "prefetch"; not for ALGO_RECURRENT): each step issues the next
+    chunk's v, a and b loads (PF = 2: and its workspace Tm) before its own work, so their latency is hidden
+    behind a whole step; Triton's pipelining covers only the loads that feed a dot through shared memory."""
     h = pid_nh % NHV
-    if LPT:
-        n = _longest_first(cu_ptr, pid_nh // NHV, N, NP2)
+    if LPT == 2:
+        row = perm_ptr + (pid_nh // NHV) * 4
+        n = tl.load(row)
+        bos = tl.load(row + 1)
+        eos = tl.load(row + 2)
     else:
-        n = pid_nh // NHV
+        if LPT:
+            n = _longest_first(cu_ptr, pid_nh // NHV, N, NP2)
+        else:
+            n = pid_nh // NHV
+        bos = tl.load(cu_ptr + n).to(tl.int32)
+        eos = tl.load(cu_ptr + n + 1).to(tl.int32)
     hq = h // (NHV // NHK)
     v0 = pid_v * BV
-    bos = tl.load(cu_ptr + n).to(tl.int32)
-    eos = tl.load(cu_ptr + n + 1).to(tl.int32)
+    if PF:      # the first chunk's, before the waits and the state load
+        vn, an, bn = _chunk_in(bos, eos, h, v0, v_ptr, a_ptr, b_ptr, ALGO, C, BV, NHV, DK)
+        vc = vn
+        ac = an
+        bc = bn
+    else:
+        vc = 0.0
+        ac = 0.0
+        bc = 0.0
     alog = tl.load(alog_ptr + h).to(tl.float32)
     dtb = tl.load(dtb_ptr + h).to(tl.float32)
     if WAIT >= 1:
         _wait_chunks(sync_ptr, bos // C + n, (eos - bos + C - 1) // C, h, want, NHV)
     if WAIT == 2:
         _wait_chunks(sync_ptr + nprep, bos // C + n, (eos - bos + C - 1) // C, h, want, NHV)
+    if PF == 2:
+        tn = _chunk_tm_ws(bos, bos, eos, n, h, ws_ptr, C, NHV)
+        tc = tn
+    else:
+        tc = 0.0
 
     kx = tl.arange(0, DK)
     vx = tl.arange(0, BV)
@@ -398,14 +493,30 @@ def _chain(pid_v, pid_nh, q_ptr, k_ptr, v_ptr, s_ptr, alog_ptr, a_ptr, dtb_ptr, 
     if INTERP:
         c0 = bos
         while c0 < eos:
+            if PF:
+                vc = vn
+                ac = an
+                bc = bn
+                vn, an, bn = _chunk_in(c0 + C, eos, h, v0, v_ptr, a_ptr, b_ptr, ALGO, C, BV, NHV, DK)
+            if PF == 2:
+                tc = tn
+                tn = _chunk_tm_ws(c0 + C, bos, eos, n, h, ws_ptr, C, NHV)
             H = _step(H, c0, bos, eos, n, h, hq, v0, q_ptr, k_ptr, v_ptr, a_ptr, b_ptr, o_ptr,
-                      ws_ptr, wp_ptr, alog, dtb, scale, WS_P, ALGO, C, BV, SB, LOG2NB,
+                      ws_ptr, wp_ptr, alog, dtb, scale, vc, ac, bc, tc, PF, WS_P, ALGO, C, BV, SB, LOG2NB,
                       SCAN, PREC_QK, PREC_T, PREC_S, PREC_Q, PREC_O, NHV, NHK, DK, INTERP)
             c0 += C
     else:
         for c0 in range(bos, eos, C):
+            if PF:
+                vc = vn
+                ac = an
+                bc = bn
+                vn, an, bn = _chunk_in(c0 + C, eos, h, v0, v_ptr, a_ptr, b_ptr, ALGO, C, BV, NHV, DK)
+            if PF == 2:
+                tc = tn
+                tn = _chunk_tm_ws(c0 + C, bos, eos, n, h, ws_ptr, C, NHV)
             H = _step(H, c0, bos, eos, n, h, hq, v0, q_ptr, k_ptr, v_ptr, a_ptr, b_ptr, o_ptr,
-                      ws_ptr, wp_ptr, alog, dtb, scale, WS_P, ALGO, C, BV, SB, LOG2NB,
+                      ws_ptr, wp_ptr, alog, dtb, scale, vc, ac, bc, tc, PF, WS_P, ALGO, C, BV, SB, LOG2NB,
                       SCAN, PREC_QK, PREC_T, PREC_S, PREC_Q, PREC_O, NHV, NHK, DK, INTERP)
     tl.store(ns_ptr + s_off, H)
 
@@ -459,33 +570,38 @@ def _prep_slot(slot, h, q_ptr, k_ptr, alog_ptr, a_ptr, dtb_ptr, b_ptr, cu_ptr, w
 @triton.jit
 def _gdn_prefill_kernel(
     q_ptr, k_ptr, v_ptr, s_ptr, alog_ptr, a_ptr, dtb_ptr, b_ptr, cu_ptr, o_ptr, ns_ptr, ws_ptr,
-    wp_ptr, scale, N, NP2: tl.constexpr, LPT: tl.constexpr,
+    wp_ptr, perm_ptr, scale, N, NP2: tl.constexpr, LPT: tl.constexpr,
     ALGO: tl.constexpr, WS_P: tl.constexpr, C: tl.constexpr, BV: tl.constexpr, SB: tl.constexpr,
     LOG2NB: tl.constexpr, SCAN: tl.constexpr, HAS_STATE: tl.constexpr,
     PREC_QK: tl.constexpr, PREC_T: tl.constexpr, PREC_S: tl.constexpr, PREC_Q: tl.constexpr,
     PREC_O: tl.constexpr, NHV: tl.constexpr, NHK: tl.constexpr, DK: tl.constexpr,
-    INTERP: tl.constexpr,
+    INTERP: tl.constexpr, PF: tl.constexpr = 0,
 ):
     """The chain: grid (value slices, N * HV), slices of one head adjacent (they share q/k)."""
     _chain(tl.program_id(0), tl.program_id(1), q_ptr, k_ptr, v_ptr, s_ptr, alog_ptr, a_ptr,
-           dtb_ptr, b_ptr, cu_ptr, o_ptr, ns_ptr, ws_ptr, wp_ptr, ws_ptr, 0, 0, scale, N, NP2, LPT,
-           0, ALGO, WS_P, C, BV, SB, LOG2NB, SCAN, HAS_STATE, PREC_QK, PREC_T, PREC_S,
+           dtb_ptr, b_ptr, cu_ptr, o_ptr, ns_ptr, ws_ptr, wp_ptr, ws_ptr, perm_ptr, 0, 0, scale, N, NP2, LPT,
+           0, PF if ALGO != 1 else 0, ALGO, WS_P, C, BV, SB, LOG2NB, SCAN, HAS_STATE, PREC_QK, PREC_T, PREC_S,
            PREC_Q, PREC_O, NHV, NHK, DK, INTERP)
 
 
 @triton.jit
 def _gdn_prep_kernel(
-    q_ptr, k_ptr, alog_ptr, a_ptr, dtb_ptr, b_ptr, cu_ptr, ws_ptr, wp_ptr, N,
+    q_ptr, k_ptr, alog_ptr, a_ptr, dtb_ptr, b_ptr, cu_ptr, ws_ptr, wp_ptr, perm_ptr, N,
     WS_P: tl.constexpr, C: tl.constexpr, SB: tl.constexpr, LOG2NB: tl.constexpr,
     SCAN: tl.constexpr, NP2: tl.constexpr,
     PREC_QK: tl.constexpr, PREC_T: tl.constexpr,
     NHV: tl.constexpr, NHK: tl.constexpr, DK: tl.constexpr, SPLIT: tl.constexpr,
-    MMA_V3: tl.constexpr = False,
+    MMA_V3: tl.constexpr = False, RANK: tl.constexpr = False,
 ):
     """Two-launch variant, first launch: Tm (and P) of every (chunk, head), grid (slots, HV, 1);
     with SPLIT (cfg "prep_split", the two-launch rows) grid (slots, HV, 2): Tm and P in separate CTAs,
     each path with fewer live registers. MMA_V3 (cfg "prep_mma_v3") is not read: it only keys Triton's
-    in-process kernel cache, which ignores the env knobs that pick the lowering (_launch_env)."""
+    in-process kernel cache, which ignores the env knobs that pick the lowering (_launch_env). RANK (cfg
+    "lpt_ws"): the CTAs (p < N, 0, 0) also write sequence p's row of the longest-first table (_rank_sequence)
+    that the chain launch reads."""
+    if RANK:
+        if (tl.program_id(0) < N) & (tl.program_id(1) == 0) & (tl.program_id(2) == 0):
+            _rank_sequence(tl.program_id(0), cu_ptr, perm_ptr, N, NP2)
     if SPLIT:
         if tl.program_id(2) == 0:
             _prep_slot(tl.program_id(0), tl.program_id(1), q_ptr, k_ptr, alog_ptr, a_ptr, dtb_ptr,
@@ -509,7 +625,7 @@ def _gdn_fused_kernel(
     SB: tl.constexpr, LOG2NB: tl.constexpr, SCAN: tl.constexpr, HAS_STATE: tl.constexpr,
     PREC_QK: tl.constexpr, PREC_T: tl.constexpr, PREC_S: tl.constexpr, PREC_Q: tl.constexpr,
     PREC_O: tl.constexpr, NHV: tl.constexpr, NHK: tl.constexpr, DK: tl.constexpr,
-    INTERP: tl.constexpr, SPLIT: tl.constexpr = False, MMA_V3: tl.constexpr = False,
+    INTERP: tl.constexpr, SPLIT: tl.constexpr = False, MMA_V3: tl.constexpr = False, PF: tl.constexpr = 0,
 ):
     """Both roles of the two-launch variant in one launch (cfg "fused"): no host time between the
     roles, and chains can start while later chunks are still being prepared.
@@ -551,8 +667,8 @@ def _gdn_fused_kernel(
     else:
         u = t - PLANES * NPREP  # CHAIN_ALGO: ALGO_CHUNK_WS or ALGO_CHUNK_WS_T
         _chain(u % NVB, u // NVB, q_ptr, k_ptr, v_ptr, s_ptr, alog_ptr, a_ptr, dtb_ptr, b_ptr,
-               cu_ptr, o_ptr, ns_ptr, ws_ptr, wp_ptr, sync_ptr, want, NPREP, scale, N, NP2, LPT,
-               PLANES, CHAIN_ALGO, WS_P, C, BV, SB, LOG2NB, SCAN, HAS_STATE, PREC_QK, PREC_T,
+               cu_ptr, o_ptr, ns_ptr, ws_ptr, wp_ptr, sync_ptr, cu_ptr, want, NPREP, scale, N, NP2, LPT,
+               PLANES, PF, CHAIN_ALGO, WS_P, C, BV, SB, LOG2NB, SCAN, HAS_STATE, PREC_QK, PREC_T,
                PREC_S, PREC_Q, PREC_O, NHV, NHK, DK, INTERP)
     total = PLANES * NPREP + NVB * N * NHV
     if tl.atomic_add(sync_ptr + 1, 1) == total - 1:
@@ -875,12 +991,17 @@ def _launch(algo, q, k, v, state, A_log, a, dt_bias, b, cu_seqlens, scale, outpu
             opts["maxnreg"] = cfg[key]
     fused = use_ws and cfg.get("fused", False)
     chain_algo = ALGO_CHUNK_WS_T if cfg.get("trans", False) else ALGO_CHUNK_WS
+    pf = int(cfg.get("prefetch", 0))    # sweep knob: 1 = the next chunk's v, a, b a step early; 2 = and its Tm
+    if pf not in (0, 1, 2) or (pf == 2 and not use_ws):
+        raise ValueError(f"gdn prefill: cfg prefetch={pf} (0, 1, or 2 with a workspace config)")
+    # sweep knob: the first launch ranks the sequences for the chain launch (two launches, longest first)
+    rank = bool(lpt and use_ws and not fused and cfg.get("lpt_ws"))
     # the chain's arguments, shared by the plain chain launch and the fused launch's chain role
     chain_args = dict(
         q_ptr=q, k_ptr=k, v_ptr=v, s_ptr=s_arg, alog_ptr=A_log, a_ptr=a, dtb_ptr=dt_bias,
         b_ptr=b, cu_ptr=cu_seqlens, o_ptr=output, ns_ptr=new_state, ws_ptr=ws, wp_ptr=wp,
         scale=scale, N=N, NP2=np2, LPT=lpt, WS_P=ws_p, C=C, BV=BV, SB=SB, LOG2NB=log2nb, SCAN=scan,
-        HAS_STATE=has_state, NHV=HV, NHK=HK, DK=D, INTERP=not on_gpu, **p)
+        HAS_STATE=has_state, NHV=HV, NHK=HK, DK=D, INTERP=not on_gpu, PF=pf, **p)
     split = ws_p and cfg.get("prep_split", False)   # Tm and P of a (chunk, head) in separate CTAs
     launches = []   # (jit function, grid, every argument by name, launch options)
     if fused:
@@ -891,14 +1012,16 @@ def _launch(algo, q, k, v, state, A_log, a, dt_bias, b, cu_seqlens, scale, outpu
             chain_args, sync_ptr=sync, NPREP=nslot * HV, NVB=nvb, CHAIN_ALGO=chain_algo, SPLIT=planes == 2,
             MMA_V3=bool(cfg.get("prep_mma_v3"))), chain_opts))
     else:
+        perm = _workspace("perm", 4 * N, torch.int32, q.device) if rank else cu_seqlens   # else a dummy
         if use_ws:
             launches.append((_gdn_prep_kernel, (nslot, HV, 2 if split else 1), dict(
                 q_ptr=q, k_ptr=k, alog_ptr=A_log, a_ptr=a, dtb_ptr=dt_bias, b_ptr=b, cu_ptr=cu_seqlens,
-                ws_ptr=ws, wp_ptr=wp, N=N, WS_P=ws_p, C=C, SB=SB, LOG2NB=log2nb, SCAN=scan,
-                NP2=np2, PREC_QK=p["PREC_QK"], PREC_T=p["PREC_T"],
-                NHV=HV, NHK=HK, DK=D, SPLIT=split, MMA_V3=bool(cfg.get("prep_mma_v3"))), prep_opts))
+                ws_ptr=ws, wp_ptr=wp, perm_ptr=perm, N=N, WS_P=ws_p, C=C, SB=SB, LOG2NB=log2nb, SCAN=scan,
+                NP2=np2, PREC_QK=p["PREC_QK"], PREC_T=p["PREC_T"], NHV=HV, NHK=HK, DK=D, SPLIT=split,
+                MMA_V3=bool(cfg.get("prep_mma_v3")), RANK=rank), prep_opts))
             algo = chain_algo
-        launches.append((_gdn_prefill_kernel, (D // BV, N * HV, 1), dict(chain_args, ALGO=algo), chain_opts))
+        launches.append((_gdn_prefill_kernel, (D // BV, N * HV, 1),
+                         dict(chain_args, perm_ptr=perm, LPT=2 if rank else lpt, ALGO=algo), chain_opts))
     if not on_gpu:
         for fn, grid, args, opts in launches:
             fn[grid](**args, **opts)
