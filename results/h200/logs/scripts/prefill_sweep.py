@@ -241,7 +241,19 @@ ROUNDS["r20"] = [  # (at the commit that added the knobs) what the Nsight Comput
         ("lptws-pf2" + sfx, _ranked(dict(prefetch=2)), None, 0, BIG),
     )],
 ]
-CANDS = ROUNDS[os.environ.get("ROUND", "r20")]
+ROUNDS["r21"] = [  # (at the commit whose table took round 20's prefetch and lpt_ws) longest first from fewer
+                   # sequences on the two-launch rows (the rank table now costs the chains one load) and in the fused
+                   # rows (ranked in the kernel), and the V split of the two-launch rows; twice, interleaved
+    *[c for sfx in ("-a", "-b") for c in (
+        ("table" + sfx, lambda w: K._pick(w["T"], w["N"]), None, 0, BIG),
+        ("lpt-two" + sfx, _with(dict(lpt=True), _TWO), None, 0, BIG),
+        ("lpt-fused" + sfx, _with(dict(lpt=True), _FUSED), None, 0, BIG),
+        ("two-BV16" + sfx, _with(dict(BV=16), lambda c: _TWO(c) and c["BV"] == 32), None, 0, BIG),
+        ("two-BV32" + sfx, _with(dict(BV=32, num_stages=2, trans=True), lambda c: _TWO(c) and c["BV"] == 16), None,
+         0, BIG),
+    )],
+]
+CANDS = ROUNDS[os.environ.get("ROUND", "r21")]
 if os.environ.get("CANDS"):
     CANDS = [c for c in CANDS if c[0] in os.environ["CANDS"].split(",")]
 
@@ -317,7 +329,7 @@ for name, cfg, prec, tmin, tmax in CANDS:
     print(f"{name}: {len(per)} wl, mean {statistics.mean(per.values()) if per else 0:.1f} us, regs "
           f"{res.get('regs')} spills {res.get('spills')} smem {res.get('shared')}, fails {fails}, max err out/state {emax}, "
           f"{res['wall_s']} s {res.get('error', '')}", flush=True)
-    json.dump(dict(workloads=wls, results=results), open(f"{OUT}/prefill_sweep_{os.environ.get('ROUND', 'r20')}.json", "w"))
+    json.dump(dict(workloads=wls, results=results), open(f"{OUT}/prefill_sweep_{os.environ.get('ROUND', 'r21')}.json", "w"))
 
 # summary: per T bucket, mean of each candidate over the workloads it ran, and the per-workload oracle
 def bucket(T):

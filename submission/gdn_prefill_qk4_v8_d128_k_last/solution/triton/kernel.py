@@ -44,6 +44,8 @@ I/O and output stores are shared:
                    `kernel_recurrent`)
     ALGO_CHUNK_WS_T ALGO_CHUNK_WS with the state slice held transposed, [BV, K] (cfg "trans"):
                    the chain of the fused launch and of the two-launch rows with N >= 5
+The chunked ALGOs load each chunk's v, a and b one step early (cfg "prefetch", every row of the table);
+the recurrent one reads them token by token inside its chunk loop, so there is nothing to prefetch.
 A launch config with "fused" runs ALGO_CHUNK_WS's two launches as two roles of one launch
 (_gdn_fused_kernel: tickets, per-chunk flags, spin-waits): no host time between the roles.
 `kernel` picks ALGO_CHUNK (one launch), the fused launch or ALGO_CHUNK_WS (two launches) from the
@@ -848,6 +850,15 @@ def _gdn_fused_kernel(
 # -1.8..-6.4 up to 1400 tokens. Adopted (both) for the fused rows up to 1400 tokens.
 # Harness pass at 2f2ca39 (rounds 17 and 18 in): all 100: 57.7 us (T < 512 25.3 -> 23.3, T < 2048 65.7 -> 62.9
 # against 1a3d1e7), T = 8192 165.8 us (144.5-189.7).
+# Nsight Compute (logs/ncu_114759c, the 2f2ca39 table on 8192/57 and 5709/2): in the chain loop the loads that
+# feed no dot (v, a, b) were plain loads waited on in the same step (~10 % of the warp-stall samples; Triton
+# pipelines only dot operands), and at N = 57 ~16 % went to every CTA ranking all N sequences for longest-first.
+# Round 20 (logs/prefill_sweep_r20.json, at 1bbbb7e, all 100 calls, three times each, interleaved): "prefetch"
+# (_chain: each step issues the next chunk's v, a, b loads first) 57.6 -> 53.9 us (T < 2048 62.6 -> 55.2,
+# T < 8192 133 -> 122, T = 8192 165.6 -> 157.1; worse only on 3271/2, +2.4); with "lpt_ws" (the prep launch
+# writes the rank table, _rank_sequence) on the 18 two-launch calls with N >= 8: T = 8192 141.1 (130-155).
+# Both adopted (every row; lpt_ws acts on the two-launch rows from _LPT_MIN_N sequences). Prefetching the Tm tile
+# too ("prefetch" = 2): spills (28-52 B offline), 109.7 against 53.9 us on the workspace rows.
 # Round 19 (logs/prefill_sweep_r19.json, at 114759c, T >= 3000, twice each, interleaved): programmatic dependent
 # launch of the chain after the prep (griddepcontrol: every prep CTA signals launch_dependents at once, the chain
 # launch carries the PDL attribute and waits for the prep grid after loading its state slice): T = 8192 166.2 ->
@@ -858,13 +869,14 @@ def _gdn_fused_kernel(
 # with one difference: the prep of the two-launch rows and of the fused rows up to 1400 tokens is wgmma on
 # the H200 and mma.sync on a B200 (MMAv5 stays off); those mma.sync builds of the split prep passed their
 # GPU tests on the H200 (test_gpu_prep_variants, test_gpu_fused_prep_knobs).
-_ONE_LAUNCH_CFG = dict(C=32, BV=32, SB=16, num_warps=4, num_stages=2)
+_ONE_LAUNCH_CFG = dict(C=32, BV=32, SB=16, num_warps=4, num_stages=2, prefetch=1)
 _ONE_LAUNCH_C16_CFG = dict(_ONE_LAUNCH_CFG, C=16, SB=8)
 _TWO_LAUNCH_CFG = dict(C=64, BV=16, SB=16, num_warps=4, num_stages=3, ws=True, ws_p=True, prep_split=True,
-                       prep_mma_v3=True)
+                       prep_mma_v3=True, prefetch=1, lpt_ws=True)
 _TWO_LAUNCH_T_CFG = dict(_TWO_LAUNCH_CFG, num_stages=2, trans=True)
 _TWO_LAUNCH_WIDE_CFG = dict(_TWO_LAUNCH_CFG, BV=32, num_stages=2, trans=True)
-_FUSED_CFG = dict(C=64, BV=16, SB=16, num_warps=4, num_stages=2, ws=True, ws_p=True, fused=True, trans=True)
+_FUSED_CFG = dict(C=64, BV=16, SB=16, num_warps=4, num_stages=2, ws=True, ws_p=True, fused=True, trans=True,
+                  prefetch=1)
 _FUSED_3STAGE_CFG = dict(_FUSED_CFG, num_stages=3)
 # up to 1400 tokens the fused launch's prep role is split into Tm and P tickets on wgmma (round 17)
 _FUSED_SPLIT_CFG = dict(_FUSED_CFG, prep_split=True, prep_mma_v3=True)
