@@ -241,7 +241,7 @@ ROUNDS["r20"] = [  # (at the commit that added the knobs) what the Nsight Comput
         ("lptws-pf2" + sfx, _ranked(dict(prefetch=2)), None, 0, BIG),
     )],
 ]
-ROUNDS["r21"] = [  # (at the commit whose table took round 20's prefetch and lpt_ws) longest first from fewer
+ROUNDS["r21"] = [  # (ran at 916043d, logs/prefill_sweep_r21.json; none adopted) (at the commit whose table took round 20's prefetch and lpt_ws) longest first from fewer
                    # sequences on the two-launch rows (the rank table now costs the chains one load) and in the fused
                    # rows (ranked in the kernel), and the V split of the two-launch rows; twice, interleaved
     *[c for sfx in ("-a", "-b") for c in (
@@ -253,7 +253,17 @@ ROUNDS["r21"] = [  # (at the commit whose table took round 20's prefetch and lpt
          0, BIG),
     )],
 ]
-CANDS = ROUNDS[os.environ.get("ROUND", "r21")]
+ROUNDS["r22"] = [  # (at the commit of the 916043d pass) the fused launch (3 stages, split prep on wgmma: the N <= 3
+                   # rows' config up to 1400 tokens) below the one-launch threshold, on the calls of 17-179 tokens
+                   # with N <= 3 (the pass: one-launch 22.2-22.8 us for 67-92 tokens, N = 1, where fused took 17.5 at
+                   # 97); with 2 stages too; twice, interleaved
+    *[c for sfx in ("-a", "-b") for c in (
+        ("table" + sfx, lambda w: K._pick(w["T"], w["N"]) if w["N"] <= 3 else None, None, 17, 179),
+        ("fused3" + sfx, lambda w: K._FUSED_3STAGE_SPLIT_CFG if w["N"] <= 3 else None, None, 17, 179),
+        ("fused2" + sfx, lambda w: K._FUSED_SPLIT_CFG if w["N"] <= 3 else None, None, 17, 179),
+    )],
+]
+CANDS = ROUNDS[os.environ.get("ROUND", "r22")]
 if os.environ.get("CANDS"):
     CANDS = [c for c in CANDS if c[0] in os.environ["CANDS"].split(",")]
 
@@ -329,7 +339,7 @@ for name, cfg, prec, tmin, tmax in CANDS:
     print(f"{name}: {len(per)} wl, mean {statistics.mean(per.values()) if per else 0:.1f} us, regs "
           f"{res.get('regs')} spills {res.get('spills')} smem {res.get('shared')}, fails {fails}, max err out/state {emax}, "
           f"{res['wall_s']} s {res.get('error', '')}", flush=True)
-    json.dump(dict(workloads=wls, results=results), open(f"{OUT}/prefill_sweep_{os.environ.get('ROUND', 'r21')}.json", "w"))
+    json.dump(dict(workloads=wls, results=results), open(f"{OUT}/prefill_sweep_{os.environ.get('ROUND', 'r22')}.json", "w"))
 
 # summary: per T bucket, mean of each candidate over the workloads it ran, and the per-workload oracle
 def bucket(T):
