@@ -233,7 +233,7 @@ def test_rows_with_a_prep_take_the_split_prep_on_mma_v3_up_to_1400_tokens_if_fus
     # round 13's choice for every two-launch row, round 17's for the fused rows up to 1400 tokens; the
     # fused row above keeps one mma.sync prep ticket per (chunk, head)
     rows = [(max_t, cfg) for max_t, _, cfg in pk._LAUNCH_TABLE if cfg.get("ws")]
-    assert len(rows) == 7
+    assert len(rows) == 8
     for max_t, cfg in rows:
         knobs = bool(cfg.get("prep_split")) and bool(cfg.get("prep_mma_v3"))
         assert knobs == (not cfg.get("fused") or max_t <= 1400), (max_t, cfg)
@@ -257,20 +257,22 @@ def test_bound_launch_only_where_triton_hands_constexprs_to_the_launcher():
 
 
 def test_launch_table():
-    one, fused, two, wide = pk._ONE_LAUNCH_CFG, pk._FUSED_CFG, pk._TWO_LAUNCH_CFG, pk._TWO_LAUNCH_WIDE_CFG
+    one, fused, two, wide = pk._ONE_LAUNCH_CFG, pk._FUSED_CFG, pk._TWO_LAUNCH_LPT_CFG, pk._TWO_LAUNCH_WIDE_CFG
     one16 = pk._ONE_LAUNCH_C16_CFG
     two_t, fused3 = pk._TWO_LAUNCH_T_CFG, pk._FUSED_3STAGE_SPLIT_CFG
     fused_split = pk._FUSED_SPLIT_CFG
     assert pk._pick(1, 1) is one16 and pk._pick(16, 16) is one16 and pk._pick(17, 1) is one
-    assert pk._pick(95, 1) is one and pk._pick(179, 3) is one
-    assert pk._pick(96, 1) is fused3 and pk._pick(1400, 1) is fused3 and pk._pick(96, 2) is one
-    assert pk._pick(180, 2) is fused3 and pk._pick(1400, 3) is fused3 and pk._pick(180, 4) is fused_split
+    assert pk._pick(32, 1) is one and pk._pick(33, 1) is fused3 and pk._pick(64, 2) is one
+    assert pk._pick(65, 2) is fused3 and pk._pick(65, 3) is one and pk._pick(179, 3) is one
+    assert pk._pick(96, 1) is fused3 and pk._pick(1400, 1) is fused3 and pk._pick(1400, 2) is fused3
+    assert pk._pick(180, 3) is fused3 and pk._pick(1400, 3) is fused3 and pk._pick(180, 4) is fused_split
     assert pk._pick(1400, 57) is fused_split and pk._pick(1401, 4) is fused
     assert pk._pick(1401, 1) is fused and pk._pick(2999, 1) is fused and pk._pick(2999, 57) is fused
     assert pk._pick(3000, 1) is two and pk._pick(8192, 4) is two
     assert pk._pick(3000, 5) is two_t and pk._pick(8192, 15) is two_t
     assert pk._pick(3000, 16) is wide and pk._pick(8192, 57) is wide
     assert not one.get("ws") and one["C"] == 32 and fused["fused"] and fused["ws"] and not two.get("fused")
+    assert two["lpt"] and two["lpt_ws"] and two_t["lpt_ws"] and "lpt" not in two_t and "lpt" not in wide
     assert two["BV"] == two_t["BV"] == fused["BV"] == fused3["BV"] == 16 and wide["BV"] == 32
     assert fused3["num_stages"] == 3 and fused3["fused"] and fused_split["num_stages"] == 2
     assert fused["trans"] and fused3["trans"] and two_t["trans"] and wide["trans"] and not two.get("trans")
@@ -297,18 +299,23 @@ def test_entry_point_signature():
 # precisions, official rule; errors must not grow with sequence length)
 LONG_CASES = {   # name: (cu_seqlens, the launch-table row it must take)
     "one-launch-C16-T16-N3": ([0, 5, 6, 16], 0),
-    "one-launch-T170-N3": ([0, 60, 130, 170], 3),
+    "one-launch-T32-N1": ([0, 32], 1),
+    "fused3-T33-N1": ([0, 33], 2),
+    "one-launch-T64-N2": ([0, 1, 64], 3),
+    "fused3-T114-N2": ([0, 100, 114], 4),
+    "one-launch-T170-N3": ([0, 60, 130, 170], 5),
     "fused3-T200-N1": ([0, 200], 2),
     "fused3-T983-N2": ([0, 886, 983], 4),
-    "fused-split-T959-N4": ([0, 303, 600, 601, 959], 5),
-    "fused-split-T1400-N20": ([i * 70 for i in range(21)], 5),
-    "fused-T2107-N1": ([0, 2107], 6),
-    "fused-T2999-N40": ([round(i * 2999 / 40) for i in range(41)], 6),
-    "two-launch-T8192-N1": ([0, 8192], 7),
-    "two-launch-T8192-N3": ([0, 5000, 5001, 8192], 7),
-    "two-launch-trans-T4124-N15": ([round(i * 4124 / 15) for i in range(16)], 8),
-    "wide-T3000-N20": ([i * 150 for i in range(21)], 9),
-    "wide-T8192-N57": ([round(i * 8192 / 57) for i in range(58)], 9),
+    "fused3-T1400-N3": ([0, 1300, 1301, 1400], 6),
+    "fused-split-T959-N4": ([0, 303, 600, 601, 959], 7),
+    "fused-split-T1400-N20": ([i * 70 for i in range(21)], 7),
+    "fused-T2107-N1": ([0, 2107], 8),
+    "fused-T2999-N40": ([round(i * 2999 / 40) for i in range(41)], 8),
+    "two-launch-T8192-N1": ([0, 8192], 9),
+    "two-launch-T8192-N3": ([0, 5000, 5001, 8192], 9),
+    "two-launch-trans-T4124-N15": ([round(i * 4124 / 15) for i in range(16)], 10),
+    "wide-T3000-N20": ([i * 150 for i in range(21)], 11),
+    "wide-T8192-N57": ([round(i * 8192 / 57) for i in range(58)], 11),
 }
 
 

@@ -253,7 +253,7 @@ ROUNDS["r21"] = [  # (ran at 916043d, logs/prefill_sweep_r21.json; none adopted)
          0, BIG),
     )],
 ]
-ROUNDS["r22"] = [  # (at the commit of the 916043d pass) the fused launch (3 stages, split prep on wgmma: the N <= 3
+ROUNDS["r22"] = [  # (ran at ce7db20, logs/prefill_sweep_r22.json; adopted for N <= 2) (at the commit of the 916043d pass) the fused launch (3 stages, split prep on wgmma: the N <= 3
                    # rows' config up to 1400 tokens) below the one-launch threshold, on the calls of 17-179 tokens
                    # with N <= 3 (the pass: one-launch 22.2-22.8 us for 67-92 tokens, N = 1, where fused took 17.5 at
                    # 97); with 2 stages too; twice, interleaved

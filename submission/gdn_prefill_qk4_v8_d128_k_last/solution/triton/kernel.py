@@ -688,9 +688,9 @@ def _gdn_fused_kernel(
 # max abs err ~1e-3, state ~1e-3 up to T = 8192, N = 57 and a 5258-token sequence) and timed on
 # all 100 workload shapes (stand-in cu_seqlens, cold L2, GPU time of the call, median of 5):
 #   T <=  16: one launch, C=16, BV=32     (one chunk of 16 tokens: round 16 below)
-#   T <  180: one launch, C=32, BV=32     (fastest below ~180 tokens: ~11 us for one chunk,
-#             +~6.5 us per further 32-token chunk of the longest sequence), except N = 1 from
-#             96 tokens on (one sequence: its serial chunks are the whole call): fused, below
+#   T <  180: one launch, C=32, BV=32     (~9 us for one chunk, +~6.5 us per further 32-token chunk of the
+#             longest sequence), except N = 1 from 33 tokens and N = 2 from 65 tokens on: fused, below
+#             (round 22)
 #   180 <= T < 3000: fused (the two launches' roles in one launch, BV=16, transposed chain;
 #             3 stages up to 1400 tokens with N <= 3, else 2; up to 1400 tokens its prep role is split
 #             into Tm and P tickets on wgmma: round 17)
@@ -859,6 +859,17 @@ def _gdn_fused_kernel(
 # writes the rank table, _rank_sequence) on the 18 two-launch calls with N >= 8: T = 8192 141.1 (130-155).
 # Both adopted (every row; lpt_ws acts on the two-launch rows from _LPT_MIN_N sequences). Prefetching the Tm tile
 # too ("prefetch" = 2): spills (28-52 B offline), 109.7 against 53.9 us on the workspace rows.
+# Harness pass at 916043d (round 20 in): all 100: 51.2 us (T < 2048 62.9 -> 55.2, T < 8192 132.7 -> 120.0),
+# T = 8192 141.3 us (130.4-155.8).
+# Round 21 (logs/prefill_sweep_r21.json, at 916043d, twice each): longest first on the two-launch rows below
+# _LPT_MIN_N (now one load per chain CTA): 5709/2 -4 us (its 5258-token sequence's CTAs start first), 3271/2
+# -3.4 (noisy), 3028/5 +3.7: adopted for the N <= 4 row. Longest first in the fused rows (ranked in the kernel):
+# +0.3..+6 us; BV16 on the N >= 16 rows +26..+41; BV32 on the N = 5..15 rows +8..+32: none adopted.
+# Round 22 (logs/prefill_sweep_r22.json, at ce7db20, the 44 calls of 17-179 tokens with N <= 3, twice each): the
+# fused launch (3 stages, split prep) against one launch: N = 1 from 33 tokens -0.3..-0.7 us (2 chunks of 32),
+# -5 us from 65 (3 chunks of 32 against 2 of 64); N = 2 from 65 tokens -3.8..-12 us where the longest sequence
+# has more than 64 tokens, +0.4..+0.8 where not (net -56 us on the 10 calls); N <= 2 up to 64 tokens +6..+8;
+# N = 3 +0.9..+6.6 (2 stages: -1.8 at 139/3, +2.2 at 82/3). Adopted for N = 1 from 33 and N = 2 from 65 tokens.
 # Round 19 (logs/prefill_sweep_r19.json, at 114759c, T >= 3000, twice each, interleaved): programmatic dependent
 # launch of the chain after the prep (griddepcontrol: every prep CTA signals launch_dependents at once, the chain
 # launch carries the PDL attribute and waits for the prep grid after loading its state slice): T = 8192 166.2 ->
@@ -881,15 +892,18 @@ _FUSED_3STAGE_CFG = dict(_FUSED_CFG, num_stages=3)
 # up to 1400 tokens the fused launch's prep role is split into Tm and P tickets on wgmma (round 17)
 _FUSED_SPLIT_CFG = dict(_FUSED_CFG, prep_split=True, prep_mma_v3=True)
 _FUSED_3STAGE_SPLIT_CFG = dict(_FUSED_3STAGE_CFG, prep_split=True, prep_mma_v3=True)
+_TWO_LAUNCH_LPT_CFG = dict(_TWO_LAUNCH_CFG, lpt=True)     # longest first below _LPT_MIN_N too (round 21)
 _LAUNCH_TABLE = [
     (16, None, _ONE_LAUNCH_C16_CFG),
-    (95, None, _ONE_LAUNCH_CFG),
+    (32, None, _ONE_LAUNCH_CFG),
     (1400, 1, _FUSED_3STAGE_SPLIT_CFG),
+    (64, None, _ONE_LAUNCH_CFG),
+    (1400, 2, _FUSED_3STAGE_SPLIT_CFG),
     (179, None, _ONE_LAUNCH_CFG),
     (1400, 3, _FUSED_3STAGE_SPLIT_CFG),
     (1400, None, _FUSED_SPLIT_CFG),
     (2999, None, _FUSED_CFG),
-    (None, 4, _TWO_LAUNCH_CFG),
+    (None, 4, _TWO_LAUNCH_LPT_CFG),
     (None, 15, _TWO_LAUNCH_T_CFG),
     (None, None, _TWO_LAUNCH_WIDE_CFG),
 ]
