@@ -870,12 +870,14 @@ def _gdn_fused_kernel(
 # -5 us from 65 (3 chunks of 32 against 2 of 64); N = 2 from 65 tokens -3.8..-12 us where the longest sequence
 # has more than 64 tokens, +0.4..+0.8 where not (net -56 us on the 10 calls); N <= 2 up to 64 tokens +6..+8;
 # N = 3 +0.9..+6.6 (2 stages: -1.8 at 139/3, +2.2 at 82/3). Adopted for N = 1 from 33 and N = 2 from 65 tokens.
+# Harness pass at 8170c27 (rounds 21 and 22 in): all 100: 50.5 us (T < 512 22.3 -> 20.2), T = 8192 141.6 us
+# (130.8-155.6).
 # Round 19 (logs/prefill_sweep_r19.json, at 114759c, T >= 3000, twice each, interleaved): programmatic dependent
 # launch of the chain after the prep (griddepcontrol: every prep CTA signals launch_dependents at once, the chain
 # launch carries the PDL attribute and waits for the prep grid after loading its state slice): T = 8192 166.2 ->
 # 170.7 us, T < 8192 146.6 -> 171.5; 8 prep warps 215.4 / 166.7; both 215.9 / 191.7. None adopted; the knob was
 # removed.
-# B200 (148 SMs, sm_100a): UNMEASURED. The thresholds (16, 96, 180, 1400, 3000 tokens, N = 1/3/4/15) and
+# B200 (148 SMs, sm_100a): UNMEASURED. The thresholds (16, 32, 64, 180, 1400, 3000 tokens, N = 1/2/3/4/15) and
 # the V splits come from H200 timings only; every entry is correct on any GPU (same code, mma.sync path),
 # with one difference: the prep of the two-launch rows and of the fused rows up to 1400 tokens is wgmma on
 # the H200 and mma.sync on a B200 (MMAv5 stays off); those mma.sync builds of the split prep passed their
