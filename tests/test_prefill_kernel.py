@@ -106,8 +106,11 @@ def test_chunked_kernel(cu):
 
 
 def test_chunked_kernel_multichunk_scale():
-    # 2 chunks of 64 in the last sequence; scale = 1 makes outputs ~11x larger than the default
-    run_and_check(pk.kernel, [0, 9, 137], scale=1.0, seed=1)
+    # 4 chunks of 32 in the last sequence; scale = 1 makes outputs ~11x larger than the default. The one-launch
+    # row (the table takes the fused launch here since round 22): under the interpreter its dots are exact, so
+    # the tight bound of run_and_check holds, while the workspace rows keep P in bf16 (a truncating cast there:
+    # 0.024 off at this scale). On the GPU every row rounds P to bf16 in its P X dot.
+    run_and_check(with_cfg(pk._ONE_LAUNCH_CFG), [0, 9, 137], scale=1.0, seed=1)
 
 
 @pytest.mark.parametrize("C", [16, 32])
@@ -148,23 +151,18 @@ def test_sequences_launched_longest_first_with_ties_and_padding():
     run_and_check(pk.kernel, [0, 1, 4, 17, 18, 30, 31, 44, 50, 60], seed=5)
 
 
-@pytest.mark.parametrize("row,prefetch", [("_ONE_LAUNCH_CFG", 1), ("_TWO_LAUNCH_CFG", 1), ("_TWO_LAUNCH_CFG", 2),
-                                          ("_TWO_LAUNCH_WIDE_CFG", 2), ("_FUSED_SPLIT_CFG", 2)])
-def test_prefetch_knob(row, prefetch):
-    # sweep knob "prefetch": each step loads the next chunk's v, a, b (2: and its Tm) before its own work; the
-    # last step's prefetch is past the sequence's end (masked), the empty sequence has no step, and a partial
-    # last chunk must take its own rows only
-    run_and_check(with_cfg(dict(getattr(pk, row), prefetch=prefetch)), [0, 0, 17, 18, 150, 300], seed=3,
-                  out_atol=2e-3)
-
-
-def test_prefetch_of_tm_needs_a_workspace():
-    with pytest.raises(ValueError, match="prefetch=2"):
-        run_and_check(with_cfg(dict(pk._ONE_LAUNCH_CFG, prefetch=2)), [0, 5])
+@pytest.mark.parametrize("row", ["_ONE_LAUNCH_CFG", "_TWO_LAUNCH_CFG", "_TWO_LAUNCH_WIDE_CFG", "_FUSED_SPLIT_CFG"])
+def test_prefetch_knob(row):
+    # cfg "prefetch" (every row of the table): each step loads the next chunk's v, a, b before its own work;
+    # the last step's prefetch is past the sequence's end (masked), the empty sequence has no step, and a
+    # partial last chunk must take its own rows only (the path without it: test_chunked_small_chunks)
+    cfg = getattr(pk, row)
+    assert cfg["prefetch"]
+    run_and_check(with_cfg(cfg), [0, 0, 17, 18, 150, 300], seed=3, out_atol=2e-3)
 
 
 def test_rank_table_written_by_the_first_launch():
-    # sweep knob "lpt_ws": the prep launch writes one row (n, bos, eos) per rank, longest first, ties by index
+    # cfg "lpt_ws": the prep launch writes one row (n, bos, eos) per rank, longest first, ties by index
     # (N = 5 pads the rank vector to 8; three sequences tie at 10 tokens); the chain reads its row from it
     cu = [0, 10, 20, 25, 35, 36]
     run_and_check(with_cfg(dict(pk._TWO_LAUNCH_T_CFG, lpt=True, lpt_ws=True)), cu, seed=4, out_atol=2e-3)
@@ -362,10 +360,10 @@ def test_gpu_fused_prep_knobs(split, mma_v3):
 @pytest.mark.gpu
 @pytest.mark.parametrize("row", ["_FUSED_SPLIT_CFG", "_FUSED_CFG", "_TWO_LAUNCH_CFG", "_TWO_LAUNCH_T_CFG",
                                  "_TWO_LAUNCH_WIDE_CFG"])
-@pytest.mark.parametrize("prefetch", [1, 2])
-def test_gpu_prefetch_and_rank_knobs(row, prefetch):
-    # sweep knobs "prefetch" and "lpt_ws" (the longest-first rank table from the first launch); twice each
-    fn = with_cfg(dict(getattr(pk, row), prefetch=prefetch, lpt_ws=True))
+def test_gpu_prefetch_and_rank_knobs(row):
+    # cfg "prefetch" and "lpt_ws" (the longest-first rank table from the first launch) on every workspace row;
+    # twice each
+    fn = with_cfg(dict(getattr(pk, row), prefetch=True, lpt_ws=True))
     for cu in ([0, 5000, 5001, 8192], [0, 17, 18, 150, 300], [round(i * 8192 / 57) for i in range(58)]):
         for seed in (11, 12):
             run_and_check(fn, cu, seed=seed, out_atol=2e-3)

@@ -45,7 +45,7 @@ cst = dict(NP2=2, LPT=False, CHAIN_ALGO=pk.ALGO_CHUNK_WS_T,
            MMA_V3=cfg.get("prep_mma_v3", False) or sys.argv[4] == "fused-wg", WS_P=fused or trans or prep, C=C, BV=cfg["BV"], SB=SB,
            LOG2NB=(C // SB).bit_length() - 1, SCAN=0, HAS_STATE=True, PREC_QK=pk.P_BF16, PREC_T=pk.P_TF32,
            PREC_S=pk.P_BF16X2, PREC_Q=pk.P_BF16, PREC_O=pk.P_BF16, NHV=8, NHK=4, DK=128, INTERP=False,
-           PF=cfg.get("prefetch", 0), RANK=False)
+           PF=bool(cfg.get("prefetch")), RANK=False)
 names = kern.arg_names
 cst = {k: v for k, v in cst.items() if k in names}
 assert set(names) <= set(types) | set(cst), sorted(set(names) - set(types) - set(cst))

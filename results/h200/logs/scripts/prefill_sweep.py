@@ -228,7 +228,8 @@ def _ranked(change):
     return cfg
 
 
-ROUNDS["r20"] = [  # (at the commit that added the knobs) what the Nsight Compute profiles (logs/ncu_114759c) point
+ROUNDS["r20"] = [  # (ran at 1bbbb7e, logs/prefill_sweep_r20.json; prefetch = 2 removed after it: it lost, and "prefetch"
+                   # is now a flag) (at the commit that added the knobs) what the Nsight Compute profiles (logs/ncu_114759c) point
                    # at: "prefetch" (each chain step loads the next chunk's v, a, b, 2: and its Tm, before its own
                    # work) on every row (2: the workspace rows), and "lpt_ws" (the prep launch writes the
                    # longest-first rank table, so chain CTAs skip ranking all N sequences); three times, interleaved

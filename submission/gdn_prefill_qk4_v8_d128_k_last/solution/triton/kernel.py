@@ -322,23 +322,15 @@ def _chunk_in(c0, eos, h, v0, v_ptr, a_ptr, b_ptr, ALGO: tl.constexpr, C: tl.con
 
 
 @triton.jit
-def _chunk_tm_ws(c0, bos, eos, n, h, ws_ptr, C: tl.constexpr, NHV: tl.constexpr):
-    """The chunk's Tm from the workspace, issued a step early with cfg "prefetch" = 2 (none past eos)."""
-    return tl.load(ws_ptr + _ws_off(c0, bos, n, h, C, NHV), mask=(tl.zeros((C, C), tl.int32) + c0) < eos,
-                   other=0.0)
-
-
-@triton.jit
 def _step(H, c0, bos, eos, n, h, hq, v0, q_ptr, k_ptr, v_ptr, a_ptr, b_ptr, o_ptr, ws_ptr,
-          wp_ptr, alog, dtb, scale, vr, ar, br, tmr, PF: tl.constexpr, WS_P: tl.constexpr,
+          wp_ptr, alog, dtb, scale, vr, ar, br, PF: tl.constexpr, WS_P: tl.constexpr,
           ALGO: tl.constexpr, C: tl.constexpr,
           BV: tl.constexpr, SB: tl.constexpr, LOG2NB: tl.constexpr,
           SCAN: tl.constexpr, PREC_QK: tl.constexpr, PREC_T: tl.constexpr,
           PREC_S: tl.constexpr, PREC_Q: tl.constexpr, PREC_O: tl.constexpr, NHV: tl.constexpr,
           NHK: tl.constexpr, DK: tl.constexpr, INTERP: tl.constexpr):
     """One chunk of C tokens [c0, min(c0 + C, eos)): the only place where the ALGOs differ. With PF (cfg
-    "prefetch") the chunk's v, a and b (and with PF = 2 its Tm) come in as vr, ar, br (tmr), loaded by the
-    previous step (_chain)."""
+    "prefetch") the chunk's v, a and b come in as vr, ar, br, loaded by the previous step (_chain)."""
     if ALGO == 1:
         H = _recurrent_chunk(H, c0, eos, h, hq, v0, q_ptr, k_ptr, v_ptr, a_ptr, b_ptr, o_ptr,
                              alog, dtb, scale, C, BV, NHV, NHK, DK, INTERP)
@@ -363,10 +355,7 @@ def _step(H, c0, bos, eos, n, h, hq, v0, q_ptr, k_ptr, v_ptr, a_ptr, b_ptr, o_pt
             P = _chunk_p(q, k, G, C, PREC_QK)
         else:
             w_off = _ws_off(c0, bos, n, h, C, NHV)
-            if PF == 2:
-                Tm = tmr
-            else:
-                Tm = tl.load(ws_ptr + w_off)
+            Tm = tl.load(ws_ptr + w_off)
             if WS_P:
                 P = tl.load(wp_ptr + w_off).to(tl.float32)
             else:
@@ -441,8 +430,8 @@ def _chain(pid_v, pid_nh, q_ptr, k_ptr, v_ptr, s_ptr, alog_ptr, a_ptr, dtb_ptr, 
     the number of flag planes to wait on (2 with the split prep role: Tm flags, then P flags nprep
     words further). LPT: 1 ranks the sequences here (_longest_first), 2 reads the rank table the first
     launch wrote (_rank_sequence). PF (cfg "prefetch"; not for ALGO_RECURRENT): each step issues the next
-    chunk's v, a and b loads (PF = 2: and its workspace Tm) before its own work, so their latency is hidden
-    behind a whole step; Triton's pipelining covers only the loads that feed a dot through shared memory."""
+    chunk's v, a and b loads before its own work, so their latency is hidden behind a whole step; Triton's
+    pipelining covers only the loads that feed a dot through shared memory."""
     h = pid_nh % NHV
     if LPT == 2:
         row = perm_ptr + (pid_nh // NHV) * 4
@@ -473,11 +462,6 @@ def _chain(pid_v, pid_nh, q_ptr, k_ptr, v_ptr, s_ptr, alog_ptr, a_ptr, dtb_ptr, 
         _wait_chunks(sync_ptr, bos // C + n, (eos - bos + C - 1) // C, h, want, NHV)
     if WAIT == 2:
         _wait_chunks(sync_ptr + nprep, bos // C + n, (eos - bos + C - 1) // C, h, want, NHV)
-    if PF == 2:
-        tn = _chunk_tm_ws(bos, bos, eos, n, h, ws_ptr, C, NHV)
-        tc = tn
-    else:
-        tc = 0.0
 
     kx = tl.arange(0, DK)
     vx = tl.arange(0, BV)
@@ -500,11 +484,8 @@ def _chain(pid_v, pid_nh, q_ptr, k_ptr, v_ptr, s_ptr, alog_ptr, a_ptr, dtb_ptr, 
                 ac = an
                 bc = bn
                 vn, an, bn = _chunk_in(c0 + C, eos, h, v0, v_ptr, a_ptr, b_ptr, ALGO, C, BV, NHV, DK)
-            if PF == 2:
-                tc = tn
-                tn = _chunk_tm_ws(c0 + C, bos, eos, n, h, ws_ptr, C, NHV)
             H = _step(H, c0, bos, eos, n, h, hq, v0, q_ptr, k_ptr, v_ptr, a_ptr, b_ptr, o_ptr,
-                      ws_ptr, wp_ptr, alog, dtb, scale, vc, ac, bc, tc, PF, WS_P, ALGO, C, BV, SB, LOG2NB,
+                      ws_ptr, wp_ptr, alog, dtb, scale, vc, ac, bc, PF, WS_P, ALGO, C, BV, SB, LOG2NB,
                       SCAN, PREC_QK, PREC_T, PREC_S, PREC_Q, PREC_O, NHV, NHK, DK, INTERP)
             c0 += C
     else:
@@ -514,11 +495,8 @@ def _chain(pid_v, pid_nh, q_ptr, k_ptr, v_ptr, s_ptr, alog_ptr, a_ptr, dtb_ptr, 
                 ac = an
                 bc = bn
                 vn, an, bn = _chunk_in(c0 + C, eos, h, v0, v_ptr, a_ptr, b_ptr, ALGO, C, BV, NHV, DK)
-            if PF == 2:
-                tc = tn
-                tn = _chunk_tm_ws(c0 + C, bos, eos, n, h, ws_ptr, C, NHV)
             H = _step(H, c0, bos, eos, n, h, hq, v0, q_ptr, k_ptr, v_ptr, a_ptr, b_ptr, o_ptr,
-                      ws_ptr, wp_ptr, alog, dtb, scale, vc, ac, bc, tc, PF, WS_P, ALGO, C, BV, SB, LOG2NB,
+                      ws_ptr, wp_ptr, alog, dtb, scale, vc, ac, bc, PF, WS_P, ALGO, C, BV, SB, LOG2NB,
                       SCAN, PREC_QK, PREC_T, PREC_S, PREC_Q, PREC_O, NHV, NHK, DK, INTERP)
     tl.store(ns_ptr + s_off, H)
 
@@ -577,12 +555,12 @@ def _gdn_prefill_kernel(
     LOG2NB: tl.constexpr, SCAN: tl.constexpr, HAS_STATE: tl.constexpr,
     PREC_QK: tl.constexpr, PREC_T: tl.constexpr, PREC_S: tl.constexpr, PREC_Q: tl.constexpr,
     PREC_O: tl.constexpr, NHV: tl.constexpr, NHK: tl.constexpr, DK: tl.constexpr,
-    INTERP: tl.constexpr, PF: tl.constexpr = 0,
+    INTERP: tl.constexpr, PF: tl.constexpr = False,
 ):
     """The chain: grid (value slices, N * HV), slices of one head adjacent (they share q/k)."""
     _chain(tl.program_id(0), tl.program_id(1), q_ptr, k_ptr, v_ptr, s_ptr, alog_ptr, a_ptr,
            dtb_ptr, b_ptr, cu_ptr, o_ptr, ns_ptr, ws_ptr, wp_ptr, ws_ptr, perm_ptr, 0, 0, scale, N, NP2, LPT,
-           0, PF if ALGO != 1 else 0, ALGO, WS_P, C, BV, SB, LOG2NB, SCAN, HAS_STATE, PREC_QK, PREC_T, PREC_S,
+           0, PF if ALGO != 1 else False, ALGO, WS_P, C, BV, SB, LOG2NB, SCAN, HAS_STATE, PREC_QK, PREC_T, PREC_S,
            PREC_Q, PREC_O, NHV, NHK, DK, INTERP)
 
 
@@ -627,7 +605,7 @@ def _gdn_fused_kernel(
     SB: tl.constexpr, LOG2NB: tl.constexpr, SCAN: tl.constexpr, HAS_STATE: tl.constexpr,
     PREC_QK: tl.constexpr, PREC_T: tl.constexpr, PREC_S: tl.constexpr, PREC_Q: tl.constexpr,
     PREC_O: tl.constexpr, NHV: tl.constexpr, NHK: tl.constexpr, DK: tl.constexpr,
-    INTERP: tl.constexpr, SPLIT: tl.constexpr = False, MMA_V3: tl.constexpr = False, PF: tl.constexpr = 0,
+    INTERP: tl.constexpr, SPLIT: tl.constexpr = False, MMA_V3: tl.constexpr = False, PF: tl.constexpr = False,
 ):
     """Both roles of the two-launch variant in one launch (cfg "fused"): no host time between the
     roles, and chains can start while later chunks are still being prepared.
@@ -858,7 +836,8 @@ def _gdn_fused_kernel(
 # T < 8192 133 -> 122, T = 8192 165.6 -> 157.1; worse only on 3271/2, +2.4); with "lpt_ws" (the prep launch
 # writes the rank table, _rank_sequence) on the 18 two-launch calls with N >= 8: T = 8192 141.1 (130-155).
 # Both adopted (every row; lpt_ws acts on the two-launch rows from _LPT_MIN_N sequences). Prefetching the Tm tile
-# too ("prefetch" = 2): spills (28-52 B offline), 109.7 against 53.9 us on the workspace rows.
+# too ("prefetch" = 2, removed after this round): spills (28-52 B offline), 109.7 against 53.9 us on the workspace
+# rows.
 # Harness pass at 916043d (round 20 in): all 100: 51.2 us (T < 2048 62.9 -> 55.2, T < 8192 132.7 -> 120.0),
 # T = 8192 141.3 us (130.4-155.8).
 # Round 21 (logs/prefill_sweep_r21.json, at 916043d, twice each): longest first on the two-launch rows below
@@ -882,14 +861,14 @@ def _gdn_fused_kernel(
 # with one difference: the prep of the two-launch rows and of the fused rows up to 1400 tokens is wgmma on
 # the H200 and mma.sync on a B200 (MMAv5 stays off); those mma.sync builds of the split prep passed their
 # GPU tests on the H200 (test_gpu_prep_variants, test_gpu_fused_prep_knobs).
-_ONE_LAUNCH_CFG = dict(C=32, BV=32, SB=16, num_warps=4, num_stages=2, prefetch=1)
+_ONE_LAUNCH_CFG = dict(C=32, BV=32, SB=16, num_warps=4, num_stages=2, prefetch=True)
 _ONE_LAUNCH_C16_CFG = dict(_ONE_LAUNCH_CFG, C=16, SB=8)
 _TWO_LAUNCH_CFG = dict(C=64, BV=16, SB=16, num_warps=4, num_stages=3, ws=True, ws_p=True, prep_split=True,
-                       prep_mma_v3=True, prefetch=1, lpt_ws=True)
+                       prep_mma_v3=True, prefetch=True, lpt_ws=True)
 _TWO_LAUNCH_T_CFG = dict(_TWO_LAUNCH_CFG, num_stages=2, trans=True)
 _TWO_LAUNCH_WIDE_CFG = dict(_TWO_LAUNCH_CFG, BV=32, num_stages=2, trans=True)
 _FUSED_CFG = dict(C=64, BV=16, SB=16, num_warps=4, num_stages=2, ws=True, ws_p=True, fused=True, trans=True,
-                  prefetch=1)
+                  prefetch=True)
 _FUSED_3STAGE_CFG = dict(_FUSED_CFG, num_stages=3)
 # up to 1400 tokens the fused launch's prep role is split into Tm and P tickets on wgmma (round 17)
 _FUSED_SPLIT_CFG = dict(_FUSED_CFG, prep_split=True, prep_mma_v3=True)
@@ -1019,10 +998,8 @@ def _launch(algo, q, k, v, state, A_log, a, dt_bias, b, cu_seqlens, scale, outpu
             opts["maxnreg"] = cfg[key]
     fused = use_ws and cfg.get("fused", False)
     chain_algo = ALGO_CHUNK_WS_T if cfg.get("trans", False) else ALGO_CHUNK_WS
-    pf = int(cfg.get("prefetch", 0))    # sweep knob: 1 = the next chunk's v, a, b a step early; 2 = and its Tm
-    if pf not in (0, 1, 2) or (pf == 2 and not use_ws):
-        raise ValueError(f"gdn prefill: cfg prefetch={pf} (0, 1, or 2 with a workspace config)")
-    # sweep knob: the first launch ranks the sequences for the chain launch (two launches, longest first)
+    pf = bool(cfg.get("prefetch"))      # the chain issues the next chunk's v, a, b loads a step early
+    # the first launch ranks the sequences for the chain launch (two launches, longest first)
     rank = bool(lpt and use_ws and not fused and cfg.get("lpt_ws"))
     # the chain's arguments, shared by the plain chain launch and the fused launch's chain role
     chain_args = dict(
