@@ -213,15 +213,18 @@ def _chunk_p(q, k, G, C: tl.constexpr, PREC_QK: tl.constexpr):
 
 @triton.jit
 def _chunk_apply(H, Tm, P, q, k, v, G, beta, scale, PREC_T: tl.constexpr, PREC_S: tl.constexpr,
-                 PREC_Q: tl.constexpr, PREC_O: tl.constexpr):
-    """Given Tm and P of the chunk: output tile O [C, BV] and the state after the chunk."""
+                 PREC_Q: tl.constexpr, PREC_O: tl.constexpr, OUT: tl.constexpr):
+    """Given Tm and P of the chunk: output tile O [C, BV] (0 unless OUT) and the state after the chunk."""
     gC = tl.min(G, axis=0)              # G at the chunk end (G is non-increasing, masked rows add 0)
     gam = tl.exp(G)
     KH = _mm(k, H, PREC_S)                                           # [C, BV]
-    QH = _mm(q, H, PREC_Q)                                           # output only
+    O = 0.0
+    if OUT:
+        QH = _mm(q, H, PREC_Q)                                       # output only
     R = beta[:, None] * (v - gam[:, None] * KH)
     X = _mm(Tm, R, PREC_T)                                           # new values, [C, BV]
-    O = scale * (gam[:, None] * QH + _mm(P, X, PREC_O))
+    if OUT:
+        O = scale * (gam[:, None] * QH + _mm(P, X, PREC_O))
     Xd = X * tl.exp(gC - G)[:, None]                                 # decay to the chunk end
     H = tl.exp(gC) * H + _mm(tl.trans(k), Xd, PREC_S)
     return O, H
@@ -229,7 +232,7 @@ def _chunk_apply(H, Tm, P, q, k, v, G, beta, scale, PREC_T: tl.constexpr, PREC_S
 
 @triton.jit
 def _chunk_apply_t(Ht, Tm, P, q, k, vt, G, beta, scale, PREC_T: tl.constexpr,
-                   PREC_S: tl.constexpr, PREC_Q: tl.constexpr, PREC_O: tl.constexpr):
+                   PREC_S: tl.constexpr, PREC_Q: tl.constexpr, PREC_O: tl.constexpr, OUT: tl.constexpr):
     """_chunk_apply transposed (ALGO_CHUNK_WS_T): the state slice as Ht = S[v0:v0+BV, :] ([BV, K])
     and the value-side tiles as [BV, C], so every tensor-core result feeds the next dot as its
     left operand. Offline (ptxas sm_90) its chain loop has 9-30 % fewer instructions per step and
@@ -238,10 +241,13 @@ def _chunk_apply_t(Ht, Tm, P, q, k, vt, G, beta, scale, PREC_T: tl.constexpr,
     gC = tl.min(G, axis=0)
     gam = tl.exp(G)
     KHt = _mm(Ht, tl.trans(k), PS)                                   # [BV, C]
-    QHt = _mm(Ht, tl.trans(q), PREC_Q)                               # output only
+    Ot = 0.0
+    if OUT:
+        QHt = _mm(Ht, tl.trans(q), PREC_Q)                           # output only
     Rt = beta[None, :] * (vt - gam[None, :] * KHt)
     Xt = _mm(Rt, tl.trans(Tm), PREC_T)                               # new values, [BV, C]
-    Ot = scale * (gam[None, :] * QHt + _mm(Xt, tl.trans(P), PREC_O))
+    if OUT:
+        Ot = scale * (gam[None, :] * QHt + _mm(Xt, tl.trans(P), PREC_O))
     Xdt = Xt * tl.exp(gC - G)[None, :]                               # decay to the chunk end
     Ht = tl.exp(gC) * Ht + _mm(Xdt, k, PS)
     return Ot, Ht
@@ -310,12 +316,13 @@ def _ws_off(c0, bos, n, h, C: tl.constexpr, NHV: tl.constexpr):
 
 
 @triton.jit
-def _chunk_in(c0, eos, h, v0, v_ptr, a_ptr, b_ptr, ALGO: tl.constexpr, C: tl.constexpr, BV: tl.constexpr,
-              NHV: tl.constexpr, DK: tl.constexpr):
-    """A chunk's loads that feed no dot (v, a, b; as stored), issued a step early with cfg "prefetch"."""
+def _chunk_in(c0, eos, vend, h, v0, v_ptr, a_ptr, b_ptr, ALGO: tl.constexpr, C: tl.constexpr,
+              BV: tl.constexpr, NHV: tl.constexpr, DK: tl.constexpr):
+    """A chunk's loads that feed no dot (v, a, b; as stored), issued a step early with cfg "prefetch".
+    v reads 0 from token vend on (vend = eos, or bos for the segment transition's v = 0: _seg_chain)."""
     tok = c0 + tl.arange(0, C)
     valid = tok < eos
-    vo_off, vo_mask = _vo_tile(tok, valid, h, v0, ALGO, BV, NHV, DK)
+    vo_off, vo_mask = _vo_tile(tok, tok < vend, h, v0, ALGO, BV, NHV, DK)
     v = tl.load(v_ptr + vo_off, mask=vo_mask, other=0.0)
     a, b = _chunk_ab(a_ptr, b_ptr, tok, valid, h, NHV)
     return v, a, b
@@ -323,14 +330,15 @@ def _chunk_in(c0, eos, h, v0, v_ptr, a_ptr, b_ptr, ALGO: tl.constexpr, C: tl.con
 
 @triton.jit
 def _step(H, c0, bos, eos, n, h, hq, v0, q_ptr, k_ptr, v_ptr, a_ptr, b_ptr, o_ptr, ws_ptr,
-          wp_ptr, alog, dtb, scale, vr, ar, br, PF: tl.constexpr, WS_P: tl.constexpr,
+          wp_ptr, alog, dtb, scale, vr, ar, br, OUT: tl.constexpr, PF: tl.constexpr, WS_P: tl.constexpr,
           ALGO: tl.constexpr, C: tl.constexpr,
           BV: tl.constexpr, SB: tl.constexpr, LOG2NB: tl.constexpr,
           SCAN: tl.constexpr, PREC_QK: tl.constexpr, PREC_T: tl.constexpr,
           PREC_S: tl.constexpr, PREC_Q: tl.constexpr, PREC_O: tl.constexpr, NHV: tl.constexpr,
           NHK: tl.constexpr, DK: tl.constexpr, INTERP: tl.constexpr):
     """One chunk of C tokens [c0, min(c0 + C, eos)): the only place where the ALGOs differ. With PF (cfg
-    "prefetch") the chunk's v, a and b come in as vr, ar, br, loaded by the previous step (_chain)."""
+    "prefetch") the chunk's v, a and b come in as vr, ar, br, loaded by the previous step (_walk). Without
+    OUT (a segment's transition, _seg_chain; ALGO_CHUNK_WS*) only the state is carried: no q, P or output."""
     if ALGO == 1:
         H = _recurrent_chunk(H, c0, eos, h, hq, v0, q_ptr, k_ptr, v_ptr, a_ptr, b_ptr, o_ptr,
                              alog, dtb, scale, C, BV, NHV, NHK, DK, INTERP)
@@ -340,7 +348,9 @@ def _step(H, c0, bos, eos, n, h, hq, v0, q_ptr, k_ptr, v_ptr, a_ptr, b_ptr, o_pt
         tok = c0 + r
         valid = tok < eos
         qk_off = tok[:, None] * (NHK * DK) + hq * DK + kx[None, :]
-        q = tl.load(q_ptr + qk_off, mask=valid[:, None], other=0.0)
+        q = 0.0
+        if OUT:
+            q = tl.load(q_ptr + qk_off, mask=valid[:, None], other=0.0)
         k = tl.load(k_ptr + qk_off, mask=valid[:, None], other=0.0)
         vo_off, vo_mask = _vo_tile(tok, valid, h, v0, ALGO, BV, NHV, DK)
         if PF:
@@ -356,15 +366,18 @@ def _step(H, c0, bos, eos, n, h, hq, v0, q_ptr, k_ptr, v_ptr, a_ptr, b_ptr, o_pt
         else:
             w_off = _ws_off(c0, bos, n, h, C, NHV)
             Tm = tl.load(ws_ptr + w_off)
-            if WS_P:
-                P = tl.load(wp_ptr + w_off).to(tl.float32)
-            else:
-                P = _chunk_p(q, k, G, C, PREC_QK)
+            P = 0.0
+            if OUT:
+                if WS_P:
+                    P = tl.load(wp_ptr + w_off).to(tl.float32)
+                else:
+                    P = _chunk_p(q, k, G, C, PREC_QK)
         if ALGO == 3:
-            O, H = _chunk_apply_t(H, Tm, P, q, k, v, G, beta, scale, PREC_T, PREC_S, PREC_Q, PREC_O)
+            O, H = _chunk_apply_t(H, Tm, P, q, k, v, G, beta, scale, PREC_T, PREC_S, PREC_Q, PREC_O, OUT)
         else:
-            O, H = _chunk_apply(H, Tm, P, q, k, v, G, beta, scale, PREC_T, PREC_S, PREC_Q, PREC_O)
-        tl.store(o_ptr + vo_off, O.to(o_ptr.dtype.element_ty), mask=vo_mask)
+            O, H = _chunk_apply(H, Tm, P, q, k, v, G, beta, scale, PREC_T, PREC_S, PREC_Q, PREC_O, OUT)
+        if OUT:
+            tl.store(o_ptr + vo_off, O.to(o_ptr.dtype.element_ty), mask=vo_mask)
     return H
 
 
@@ -418,6 +431,70 @@ def _wait_chunks(sync_ptr, first, nch, h, want, NHV: tl.constexpr):
 
 
 @triton.jit
+def _slice_off(m, v0, ALGO: tl.constexpr, BV: tl.constexpr, DK: tl.constexpr):
+    """Offsets of value rows v0 .. v0 + BV of the m-th DK x DK matrix in the state's [V, K] layout, as the
+    chain holds its state slice: H[v, k] ([BV, K]) for ALGO_CHUNK_WS_T, else H[k, v] ([K, BV])."""
+    kx = tl.arange(0, DK)
+    vx = tl.arange(0, BV)
+    if ALGO == 3:
+        off = (m * DK + v0 + vx[:, None]) * DK + kx[None, :]
+    else:
+        off = (m * DK + v0 + vx[None, :]) * DK + kx[:, None]
+    return off
+
+
+@triton.jit
+def _slice_init(v0, ident, ALGO: tl.constexpr, BV: tl.constexpr, DK: tl.constexpr):
+    """A state slice (layout of _slice_off) of zeros, or if ident of the identity matrix's rows v0 .. v0 + BV."""
+    kx = tl.arange(0, DK)
+    vx = tl.arange(0, BV)
+    if ALGO == 3:
+        eye = (v0 + vx[:, None]) == kx[None, :]
+    else:
+        eye = kx[:, None] == (v0 + vx[None, :])
+    return tl.where(eye & ident, 1.0, 0.0)
+
+
+@triton.jit
+def _walk(H, cs, ce, bos, eos, vend, n, h, hq, v0, vn, an, bn, q_ptr, k_ptr, v_ptr, a_ptr, b_ptr, o_ptr,
+          ws_ptr, wp_ptr, alog, dtb, scale, OUT: tl.constexpr, PF: tl.constexpr, ALGO: tl.constexpr,
+          WS_P: tl.constexpr, C: tl.constexpr, BV: tl.constexpr, SB: tl.constexpr, LOG2NB: tl.constexpr,
+          SCAN: tl.constexpr, PREC_QK: tl.constexpr, PREC_T: tl.constexpr, PREC_S: tl.constexpr,
+          PREC_Q: tl.constexpr, PREC_O: tl.constexpr, NHV: tl.constexpr, NHK: tl.constexpr,
+          DK: tl.constexpr, INTERP: tl.constexpr):
+    """The state slice H carried over the chunks [cs, ce) of sequence n (bos, eos): the chain's serial loop.
+    With PF, vn/an/bn hold chunk cs's v, a, b and each step issues the next chunk's before its own work."""
+    vc = vn
+    ac = an
+    bc = bn
+    # The interpreter (numpy >= 2) cannot take a loaded scalar as a range() bound, so under
+    # INTERP the same step runs in a while loop; on the GPU a for loop (software-pipelined).
+    if INTERP:
+        c0 = cs
+        while c0 < ce:
+            if PF:
+                vc = vn
+                ac = an
+                bc = bn
+                vn, an, bn = _chunk_in(c0 + C, eos, vend, h, v0, v_ptr, a_ptr, b_ptr, ALGO, C, BV, NHV, DK)
+            H = _step(H, c0, bos, eos, n, h, hq, v0, q_ptr, k_ptr, v_ptr, a_ptr, b_ptr, o_ptr,
+                      ws_ptr, wp_ptr, alog, dtb, scale, vc, ac, bc, OUT, PF, WS_P, ALGO, C, BV, SB, LOG2NB,
+                      SCAN, PREC_QK, PREC_T, PREC_S, PREC_Q, PREC_O, NHV, NHK, DK, INTERP)
+            c0 += C
+    else:
+        for c0 in range(cs, ce, C):
+            if PF:
+                vc = vn
+                ac = an
+                bc = bn
+                vn, an, bn = _chunk_in(c0 + C, eos, vend, h, v0, v_ptr, a_ptr, b_ptr, ALGO, C, BV, NHV, DK)
+            H = _step(H, c0, bos, eos, n, h, hq, v0, q_ptr, k_ptr, v_ptr, a_ptr, b_ptr, o_ptr,
+                      ws_ptr, wp_ptr, alog, dtb, scale, vc, ac, bc, OUT, PF, WS_P, ALGO, C, BV, SB, LOG2NB,
+                      SCAN, PREC_QK, PREC_T, PREC_S, PREC_Q, PREC_O, NHV, NHK, DK, INTERP)
+    return H
+
+
+@triton.jit
 def _chain(pid_v, pid_nh, q_ptr, k_ptr, v_ptr, s_ptr, alog_ptr, a_ptr, dtb_ptr, b_ptr, cu_ptr,
            o_ptr, ns_ptr, ws_ptr, wp_ptr, sync_ptr, perm_ptr, want, nprep, scale, N, NP2: tl.constexpr,
            LPT: tl.constexpr, WAIT: tl.constexpr, PF: tl.constexpr, ALGO: tl.constexpr, WS_P: tl.constexpr,
@@ -447,15 +524,11 @@ def _chain(pid_v, pid_nh, q_ptr, k_ptr, v_ptr, s_ptr, alog_ptr, a_ptr, dtb_ptr, 
         eos = tl.load(cu_ptr + n + 1).to(tl.int32)
     hq = h // (NHV // NHK)
     v0 = pid_v * BV
+    vn = 0.0
+    an = 0.0
+    bn = 0.0
     if PF:      # the first chunk's, before the waits and the state load
-        vn, an, bn = _chunk_in(bos, eos, h, v0, v_ptr, a_ptr, b_ptr, ALGO, C, BV, NHV, DK)
-        vc = vn
-        ac = an
-        bc = bn
-    else:
-        vc = 0.0
-        ac = 0.0
-        bc = 0.0
+        vn, an, bn = _chunk_in(bos, eos, eos, h, v0, v_ptr, a_ptr, b_ptr, ALGO, C, BV, NHV, DK)
     alog = tl.load(alog_ptr + h).to(tl.float32)
     dtb = tl.load(dtb_ptr + h).to(tl.float32)
     if WAIT >= 1:
@@ -463,41 +536,14 @@ def _chain(pid_v, pid_nh, q_ptr, k_ptr, v_ptr, s_ptr, alog_ptr, a_ptr, dtb_ptr, 
     if WAIT == 2:
         _wait_chunks(sync_ptr + nprep, bos // C + n, (eos - bos + C - 1) // C, h, want, NHV)
 
-    kx = tl.arange(0, DK)
-    vx = tl.arange(0, BV)
-    if ALGO == 3:   # H[v, k] = state[n, h, v0 + v, k]
-        s_off = ((n * NHV + h) * DK + v0 + vx[:, None]) * DK + kx[None, :]
-        H = tl.zeros((BV, DK), dtype=tl.float32)
-    else:           # H[k, v] = state[n, h, v0 + v, k]
-        s_off = ((n * NHV + h) * DK + v0 + vx[None, :]) * DK + kx[:, None]
-        H = tl.zeros((DK, BV), dtype=tl.float32)
+    s_off = _slice_off(n * NHV + h, v0, ALGO, BV, DK)
+    H = _slice_init(v0, False, ALGO, BV, DK)
     if HAS_STATE:
         H = tl.load(s_ptr + s_off)
 
-    # The interpreter (numpy >= 2) cannot take a loaded scalar as a range() bound, so under
-    # INTERP the same step runs in a while loop; on the GPU a for loop (software-pipelined).
-    if INTERP:
-        c0 = bos
-        while c0 < eos:
-            if PF:
-                vc = vn
-                ac = an
-                bc = bn
-                vn, an, bn = _chunk_in(c0 + C, eos, h, v0, v_ptr, a_ptr, b_ptr, ALGO, C, BV, NHV, DK)
-            H = _step(H, c0, bos, eos, n, h, hq, v0, q_ptr, k_ptr, v_ptr, a_ptr, b_ptr, o_ptr,
-                      ws_ptr, wp_ptr, alog, dtb, scale, vc, ac, bc, PF, WS_P, ALGO, C, BV, SB, LOG2NB,
-                      SCAN, PREC_QK, PREC_T, PREC_S, PREC_Q, PREC_O, NHV, NHK, DK, INTERP)
-            c0 += C
-    else:
-        for c0 in range(bos, eos, C):
-            if PF:
-                vc = vn
-                ac = an
-                bc = bn
-                vn, an, bn = _chunk_in(c0 + C, eos, h, v0, v_ptr, a_ptr, b_ptr, ALGO, C, BV, NHV, DK)
-            H = _step(H, c0, bos, eos, n, h, hq, v0, q_ptr, k_ptr, v_ptr, a_ptr, b_ptr, o_ptr,
-                      ws_ptr, wp_ptr, alog, dtb, scale, vc, ac, bc, PF, WS_P, ALGO, C, BV, SB, LOG2NB,
-                      SCAN, PREC_QK, PREC_T, PREC_S, PREC_Q, PREC_O, NHV, NHK, DK, INTERP)
+    H = _walk(H, bos, eos, bos, eos, eos, n, h, hq, v0, vn, an, bn, q_ptr, k_ptr, v_ptr, a_ptr, b_ptr, o_ptr,
+              ws_ptr, wp_ptr, alog, dtb, scale, True, PF, ALGO, WS_P, C, BV, SB, LOG2NB, SCAN, PREC_QK,
+              PREC_T, PREC_S, PREC_Q, PREC_O, NHV, NHK, DK, INTERP)
     tl.store(ns_ptr + s_off, H)
 
 
@@ -595,6 +641,87 @@ def _gdn_prep_kernel(
         _prep_slot(tl.program_id(0), tl.program_id(1), q_ptr, k_ptr, alog_ptr, a_ptr, dtb_ptr, b_ptr,
                    cu_ptr, ws_ptr, wp_ptr, N, True, WS_P, C, SB, LOG2NB, SCAN, NP2, PREC_QK, PREC_T,
                    NHV, NHK, DK)
+
+
+@triton.jit
+def _gdn_seg_kernel(
+    q_ptr, k_ptr, v_ptr, s_ptr, alog_ptr, a_ptr, dtb_ptr, b_ptr, cu_ptr, o_ptr, ns_ptr, ws_ptr, wp_ptr,
+    e_ptr, x_ptr, scale, PHASE: tl.constexpr, NSEG: tl.constexpr, ALGO: tl.constexpr, WS_P: tl.constexpr,
+    C: tl.constexpr, BV: tl.constexpr, SB: tl.constexpr, LOG2NB: tl.constexpr, SCAN: tl.constexpr,
+    HAS_STATE: tl.constexpr, PREC_QK: tl.constexpr, PREC_T: tl.constexpr, PREC_S: tl.constexpr,
+    PREC_Q: tl.constexpr, PREC_O: tl.constexpr, PREC_C: tl.constexpr, NHV: tl.constexpr, NHK: tl.constexpr,
+    DK: tl.constexpr, INTERP: tl.constexpr, PF: tl.constexpr,
+):
+    """cfg "segs" (NSEG >= 3): each sequence cut into NSEG segments of whole chunks, walked in parallel by
+    two launches after the prep launch (ALGO_CHUNK_WS or _T, PF required). The state map of a segment is
+    affine, H_end = A H_start + B, with A [K, K] shared by every value column of a head.
+
+    PHASE 1, grid (2 * DK // BV, N * (NSEG - 1), HV): segment 0 from the given state, with its outputs,
+    storing its end state E_0 (and new_state if the sequence ends there); segments j = 1 .. NSEG - 2 without
+    outputs: slices pid < DK // BV from a zero state (B_j, stored as E_j), the others from the identity
+    with v = 0 (columns of A_j, stored as X_j = A_j^T in the state's layout). The last segment's map is
+    never needed.
+    PHASE 2, grid (DK // BV, N * (NSEG - 1), HV): segment j = 1 .. NSEG - 1 starts from
+    H = A_{j-1}( .. (A_1 E_0 + B_1) ..) + B_{j-1} (dots in PREC_C) and walks with its outputs; the
+    sequence's last non-empty segment stores new_state. The serial length is ~2 / NSEG of the chain's."""
+    NVB: tl.constexpr = DK // BV
+    pid = tl.program_id(0)
+    ident = pid >= NVB
+    v0 = (pid % NVB) * BV
+    n = tl.program_id(1) // (NSEG - 1)
+    j = tl.program_id(1) % (NSEG - 1) + (PHASE - 1)
+    h = tl.program_id(2)
+    hq = h // (NHV // NHK)
+    bos = tl.load(cu_ptr + n).to(tl.int32)
+    eos = tl.load(cu_ptr + n + 1).to(tl.int32)
+    per = ((eos - bos + C - 1) // C + NSEG - 1) // NSEG * C      # tokens per segment, whole chunks
+    cs = bos + j * per
+    ce = tl.minimum(cs + per, eos)
+    if (cs < eos) & ((j > 0) | (pid < NVB)):
+        vend = tl.where(ident, bos, eos)    # v = 0 for the transition's columns
+        vn = 0.0
+        an = 0.0
+        bn = 0.0
+        if PF:
+            vn, an, bn = _chunk_in(cs, eos, vend, h, v0, v_ptr, a_ptr, b_ptr, ALGO, C, BV, NHV, DK)
+        alog = tl.load(alog_ptr + h).to(tl.float32)
+        dtb = tl.load(dtb_ptr + h).to(tl.float32)
+        s_off = _slice_off(n * NHV + h, v0, ALGO, BV, DK)
+        m0 = (n * (NSEG - 1)) * NHV + h                      # segment i's E / X: matrix m0 + i * NHV
+        e_off = _slice_off(m0, v0, ALGO, BV, DK)
+        if PHASE == 1:
+            H = _slice_init(v0, ident, ALGO, BV, DK)
+            if HAS_STATE:
+                if j == 0:
+                    H = tl.load(s_ptr + s_off)
+            if j > 0:
+                H = _walk(H, cs, ce, bos, eos, vend, n, h, hq, v0, vn, an, bn, q_ptr, k_ptr, v_ptr, a_ptr,
+                          b_ptr, o_ptr, ws_ptr, wp_ptr, alog, dtb, scale, False, PF, ALGO, WS_P, C, BV, SB,
+                          LOG2NB, SCAN, PREC_QK, PREC_T, PREC_S, PREC_Q, PREC_O, NHV, NHK, DK, INTERP)
+                if ident:
+                    tl.store(x_ptr + e_off + j * NHV * DK * DK, H)
+                else:
+                    tl.store(e_ptr + e_off + j * NHV * DK * DK, H)
+        else:
+            H = tl.load(e_ptr + e_off)
+            kx = tl.arange(0, DK)
+            i = 1
+            while i < j:
+                x_off = (m0 + i * NHV) * DK * DK
+                if ALGO == 3:   # H^T A^T = H^T X
+                    H = _mm(H, tl.load(x_ptr + x_off + kx[:, None] * DK + kx[None, :]), PREC_C)
+                else:           # A H, A[k, l] = X[l, k]
+                    H = _mm(tl.load(x_ptr + x_off + kx[None, :] * DK + kx[:, None]), H, PREC_C)
+                H += tl.load(e_ptr + e_off + i * NHV * DK * DK)
+                i += 1
+        if (PHASE == 2) | (j == 0):
+            H = _walk(H, cs, ce, bos, eos, eos, n, h, hq, v0, vn, an, bn, q_ptr, k_ptr, v_ptr, a_ptr, b_ptr,
+                      o_ptr, ws_ptr, wp_ptr, alog, dtb, scale, True, PF, ALGO, WS_P, C, BV, SB, LOG2NB, SCAN,
+                      PREC_QK, PREC_T, PREC_S, PREC_Q, PREC_O, NHV, NHK, DK, INTERP)
+            if PHASE == 1:
+                tl.store(e_ptr + e_off, H)
+            if ce >= eos:
+                tl.store(ns_ptr + s_off, H)
 
 
 @triton.jit
@@ -999,8 +1126,11 @@ def _launch(algo, q, k, v, state, A_log, a, dt_bias, b, cu_seqlens, scale, outpu
     fused = use_ws and cfg.get("fused", False)
     chain_algo = ALGO_CHUNK_WS_T if cfg.get("trans", False) else ALGO_CHUNK_WS
     pf = bool(cfg.get("prefetch"))      # the chain issues the next chunk's v, a, b loads a step early
+    segs = cfg.get("segs", 0) if use_ws and not fused else 0     # two segment launches (_gdn_seg_kernel)
+    if segs and (segs < 3 or not pf):
+        raise ValueError(f"gdn prefill: launch config {cfg}: segs needs >= 3 segments and prefetch")
     # the first launch ranks the sequences for the chain launch (two launches, longest first)
-    rank = bool(lpt and use_ws and not fused and cfg.get("lpt_ws"))
+    rank = bool(lpt and use_ws and not fused and not segs and cfg.get("lpt_ws"))
     # the chain's arguments, shared by the plain chain launch and the fused launch's chain role
     chain_args = dict(
         q_ptr=q, k_ptr=k, v_ptr=v, s_ptr=s_arg, alog_ptr=A_log, a_ptr=a, dtb_ptr=dt_bias,
@@ -1025,8 +1155,18 @@ def _launch(algo, q, k, v, state, A_log, a, dt_bias, b, cu_seqlens, scale, outpu
                 NP2=np2, PREC_QK=p["PREC_QK"], PREC_T=p["PREC_T"], NHV=HV, NHK=HK, DK=D, SPLIT=split,
                 MMA_V3=bool(cfg.get("prep_mma_v3")), RANK=rank), prep_opts))
             algo = chain_algo
-        launches.append((_gdn_prefill_kernel, (D // BV, N * HV, 1),
-                         dict(chain_args, perm_ptr=perm, LPT=2 if rank else lpt, ALGO=algo), chain_opts))
+        if segs:
+            mats = N * (segs - 1) * HV * D * D      # segment end states E and transitions X (A^T)
+            seg_args = {name: chain_args[name] for name in _gdn_seg_kernel.arg_names if name in chain_args}
+            seg_args.update(e_ptr=_workspace("seg_e", mats, torch.float32, q.device), ALGO=algo,
+                            x_ptr=_workspace("seg_x", mats, torch.float32, q.device), NSEG=segs,
+                            PREC_C=P_TF32X3 if on_gpu else P_IEEE)
+            for phase in (1, 2):
+                launches.append((_gdn_seg_kernel, ((3 - phase) * (D // BV), N * (segs - 1), HV),
+                                 dict(seg_args, PHASE=phase), chain_opts))
+        else:
+            launches.append((_gdn_prefill_kernel, (D // BV, N * HV, 1),
+                             dict(chain_args, perm_ptr=perm, LPT=2 if rank else lpt, ALGO=algo), chain_opts))
     if not on_gpu:
         for fn, grid, args, opts in launches:
             fn[grid](**args, **opts)
