@@ -227,6 +227,23 @@ def test_split_prep_writes_every_slot():
     run_and_check(with_cfg(pk._TWO_LAUNCH_WIDE_CFG), cu, seed=3, out_atol=2e-3)
 
 
+@pytest.mark.parametrize("trans", [False, True], ids=["untransposed", "transposed"])
+def test_segment_walk(trans):
+    # cfg "segs": 4 segments of 2 chunks (C = 16) for the 125-token sequence, so its last segment starts from
+    # two transition products; the 5-token sequence ends in segment 0 (new_state from the first segment
+    # launch), the 1-token one too; the 125-token one's identity columns read v = 0
+    cfg = dict(pk._TWO_LAUNCH_T_CFG if trans else pk._TWO_LAUNCH_CFG, segs=4, C=16, SB=8, lpt=False)
+    run_and_check(with_cfg(cfg), [0, 5, 130, 131], seed=5, out_atol=2e-3)
+
+
+def test_segment_walk_refuses_what_it_cannot_run():
+    inputs = make_inputs([0, 40])
+    out, ns = torch.empty(40, 8, 128, dtype=torch.bfloat16, device=DEVICE), torch.empty_like(inputs[3])
+    for bad in (dict(pk._TWO_LAUNCH_CFG, segs=2), dict(pk._TWO_LAUNCH_CFG, segs=4, prefetch=False)):
+        with pytest.raises(ValueError, match="segs"):
+            pk._launch(pk.ALGO_CHUNK, *inputs, 0.0, out, ns, cfg=bad)
+
+
 def test_rows_with_a_prep_take_the_split_prep_on_mma_v3_up_to_1400_tokens_if_fused():
     # round 13's choice for every two-launch row, round 17's for the fused rows up to 1400 tokens; the
     # fused row above keeps one mma.sync prep ticket per (chunk, head)
@@ -367,6 +384,18 @@ def test_gpu_prefetch_and_rank_knobs(row):
     for cu in ([0, 5000, 5001, 8192], [0, 17, 18, 150, 300], [round(i * 8192 / 57) for i in range(58)]):
         for seed in (11, 12):
             run_and_check(fn, cu, seed=seed, out_atol=2e-3)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("row", ["_TWO_LAUNCH_CFG", "_TWO_LAUNCH_T_CFG"])
+@pytest.mark.parametrize("segs", [4, 8])
+def test_gpu_segment_walk(row, segs):
+    # cfg "segs" at contest lengths: a 5258-token sequence (82 chunks) with a short one, one 2107-token sequence,
+    # three sequences of which one ends in segment 0; the errors must not grow with the number of products
+    fn = with_cfg(dict(getattr(pk, row), segs=segs, lpt=False))
+    for cu in ([0, 5258, 5709], [0, 2107], [0, 1300, 1301, 1400]):
+        out_err, state_err = run_and_check(fn, cu, seed=11, out_atol=2e-3)
+        print(f"\n{row} segs {segs} {cu}: output max abs err {out_err:.3g}, state {state_err:.3g}")
 
 
 @pytest.mark.gpu

@@ -264,7 +264,21 @@ ROUNDS["r22"] = [  # (ran at ce7db20, logs/prefill_sweep_r22.json; adopted for N
         ("fused2" + sfx, lambda w: K._FUSED_SPLIT_CFG if w["N"] <= 3 else None, None, 17, 179),
     )],
 ]
-CANDS = ROUNDS[os.environ.get("ROUND", "r22")]
+def _segs(base, segs):
+    """base with cfg "segs" on the calls of at most 4 sequences from 300 tokens (else skipped)."""
+    return lambda w: dict(base, segs=segs, lpt=False) if w["N"] <= 4 and w["T"] >= 300 else None
+
+
+ROUNDS["r23"] = [  # (at the commit that added cfg "segs") the segment-parallel walk (_gdn_seg_kernel: prep, then two
+                   # launches over NSEG segments per sequence) on the calls of N <= 4 from 300 tokens: the untransposed
+                   # BV16 3-stage chain (the N <= 4 two-launch row) and the transposed BV16 2-stage one; twice, interleaved
+    *[c for sfx in ("-a", "-b") for c in (
+        ("table" + sfx, lambda w: K._pick(w["T"], w["N"]) if w["N"] <= 4 and w["T"] >= 300 else None, None, 0, BIG),
+        *[(f"u{s}" + sfx, _segs(K._TWO_LAUNCH_CFG, s), None, 0, BIG) for s in (4, 6, 8)],
+        *[(f"t{s}" + sfx, _segs(K._TWO_LAUNCH_T_CFG, s), None, 0, BIG) for s in (4, 6, 8)],
+    )],
+]
+CANDS = ROUNDS[os.environ.get("ROUND", "r23")]
 if os.environ.get("CANDS"):
     CANDS = [c for c in CANDS if c[0] in os.environ["CANDS"].split(",")]
 

@@ -431,10 +431,11 @@ def _wait_chunks(sync_ptr, first, nch, h, want, NHV: tl.constexpr):
 
 
 @triton.jit
-def _slice_off(m, v0, ALGO: tl.constexpr, BV: tl.constexpr, DK: tl.constexpr):
+def _slice_off(m, v0, ALGO: tl.constexpr, BV: tl.constexpr, DK: tl.constexpr, k0=0, KB: tl.constexpr = 0):
     """Offsets of value rows v0 .. v0 + BV of the m-th DK x DK matrix in the state's [V, K] layout, as the
-    chain holds its state slice: H[v, k] ([BV, K]) for ALGO_CHUNK_WS_T, else H[k, v] ([K, BV])."""
-    kx = tl.arange(0, DK)
+    chain holds its state slice: H[v, k] ([BV, K]) for ALGO_CHUNK_WS_T, else H[k, v] ([K, BV]); with KB,
+    of its columns k0 .. k0 + KB only."""
+    kx = k0 + tl.arange(0, KB if KB else DK)
     vx = tl.arange(0, BV)
     if ALGO == 3:
         off = (m * DK + v0 + vx[:, None]) * DK + kx[None, :]
@@ -644,9 +645,38 @@ def _gdn_prep_kernel(
 
 
 @triton.jit
+def _seg_start(e_ptr, x_ptr, h_ptr, m0, v0, j, mine, PREC_C: tl.constexpr, ALGO: tl.constexpr,
+               BV: tl.constexpr, NHV: tl.constexpr, DK: tl.constexpr):
+    """_gdn_seg_kernel: the state slice at the start of segment j >= 1, A_{j-1}( .. (A_1 E_0 + B_1) ..) + B_{j-1}.
+    Each product is summed over KB-column blocks of the slice, read back from memory (E_0, then this CTA's
+    own slot `mine` of h_ptr), so no 128 x 128 operand is held in registers."""
+    KB: tl.constexpr = 32
+    MAT: tl.constexpr = DK * DK
+    r = tl.arange(0, KB)
+    kx = tl.arange(0, DK)
+    src = e_ptr + m0 * MAT
+    i = 1
+    while i < j:
+        acc = tl.load(e_ptr + (m0 + i * NHV) * MAT + _slice_off(0, v0, ALGO, BV, DK))       # B_i
+        x = x_ptr + (m0 + i * NHV) * MAT
+        for k0 in tl.static_range(0, DK, KB):
+            hb = tl.load(src + _slice_off(0, v0, ALGO, BV, DK, k0, KB))
+            if ALGO == 3:   # H^T A^T = H^T X: rows k0 .. k0 + KB of X
+                acc += _mm(hb, tl.load(x + (k0 + r[:, None]) * DK + kx[None, :]), PREC_C)
+            else:           # A H, A[k, l] = X[l, k]: columns k0 .. k0 + KB of A
+                acc += _mm(tl.load(x + (k0 + r[None, :]) * DK + kx[:, None]), hb, PREC_C)
+        tl.debug_barrier()      # every thread's reads of src before the slot is overwritten
+        src = h_ptr + mine * MAT
+        tl.store(src + _slice_off(0, v0, ALGO, BV, DK), acc)
+        tl.debug_barrier()      # and its stores before the next product reads them
+        i += 1
+    return tl.load(src + _slice_off(0, v0, ALGO, BV, DK))
+
+
+@triton.jit
 def _gdn_seg_kernel(
     q_ptr, k_ptr, v_ptr, s_ptr, alog_ptr, a_ptr, dtb_ptr, b_ptr, cu_ptr, o_ptr, ns_ptr, ws_ptr, wp_ptr,
-    e_ptr, x_ptr, scale, PHASE: tl.constexpr, NSEG: tl.constexpr, ALGO: tl.constexpr, WS_P: tl.constexpr,
+    e_ptr, x_ptr, h_ptr, scale, PHASE: tl.constexpr, NSEG: tl.constexpr, ALGO: tl.constexpr, WS_P: tl.constexpr,
     C: tl.constexpr, BV: tl.constexpr, SB: tl.constexpr, LOG2NB: tl.constexpr, SCAN: tl.constexpr,
     HAS_STATE: tl.constexpr, PREC_QK: tl.constexpr, PREC_T: tl.constexpr, PREC_S: tl.constexpr,
     PREC_Q: tl.constexpr, PREC_O: tl.constexpr, PREC_C: tl.constexpr, NHV: tl.constexpr, NHK: tl.constexpr,
@@ -703,17 +733,7 @@ def _gdn_seg_kernel(
                 else:
                     tl.store(e_ptr + e_off + j * NHV * DK * DK, H)
         else:
-            H = tl.load(e_ptr + e_off)
-            kx = tl.arange(0, DK)
-            i = 1
-            while i < j:
-                x_off = (m0 + i * NHV) * DK * DK
-                if ALGO == 3:   # H^T A^T = H^T X
-                    H = _mm(H, tl.load(x_ptr + x_off + kx[:, None] * DK + kx[None, :]), PREC_C)
-                else:           # A H, A[k, l] = X[l, k]
-                    H = _mm(tl.load(x_ptr + x_off + kx[None, :] * DK + kx[:, None]), H, PREC_C)
-                H += tl.load(e_ptr + e_off + i * NHV * DK * DK)
-                i += 1
+            H = _seg_start(e_ptr, x_ptr, h_ptr, m0, v0, j, tl.program_id(1) * NHV + h, PREC_C, ALGO, BV, NHV, DK)
         if (PHASE == 2) | (j == 0):
             H = _walk(H, cs, ce, bos, eos, eos, n, h, hq, v0, vn, an, bn, q_ptr, k_ptr, v_ptr, a_ptr, b_ptr,
                       o_ptr, ws_ptr, wp_ptr, alog, dtb, scale, True, PF, ALGO, WS_P, C, BV, SB, LOG2NB, SCAN,
@@ -1160,6 +1180,7 @@ def _launch(algo, q, k, v, state, A_log, a, dt_bias, b, cu_seqlens, scale, outpu
             seg_args = {name: chain_args[name] for name in _gdn_seg_kernel.arg_names if name in chain_args}
             seg_args.update(e_ptr=_workspace("seg_e", mats, torch.float32, q.device), ALGO=algo,
                             x_ptr=_workspace("seg_x", mats, torch.float32, q.device), NSEG=segs,
+                            h_ptr=_workspace("seg_h", mats, torch.float32, q.device),
                             PREC_C=P_TF32X3 if on_gpu else P_IEEE)
             for phase in (1, 2):
                 launches.append((_gdn_seg_kernel, ((3 - phase) * (D // BV), N * (segs - 1), HV),
