@@ -227,12 +227,14 @@ def test_split_prep_writes_every_slot():
     run_and_check(with_cfg(pk._TWO_LAUNCH_WIDE_CFG), cu, seed=3, out_atol=2e-3)
 
 
-@pytest.mark.parametrize("trans", [False, True], ids=["untransposed", "transposed"])
-def test_segment_walk(trans):
+@pytest.mark.parametrize("trans,seg_bv", [(False, 16), (True, 32)], ids=["untransposed", "transposed-bv32"])
+def test_segment_walk(trans, seg_bv):
     # cfg "segs": 4 segments of 2 chunks (C = 16) for the 125-token sequence, so its last segment starts from
     # two transition products; the 5-token sequence ends in segment 0 (new_state from the first segment
-    # launch), the 1-token one too; the 125-token one's identity columns read v = 0
-    cfg = dict(pk._TWO_LAUNCH_T_CFG if trans else pk._TWO_LAUNCH_CFG, segs=4, C=16, SB=8, lpt=False)
+    # launch), the 1-token one too; the first launch's mixed slices (value and identity columns, v = 0 for
+    # the latter) are seg_bv wide, the second launch's 16
+    cfg = dict(pk._TWO_LAUNCH_T_CFG if trans else pk._TWO_LAUNCH_CFG, segs=4, seg_bv=seg_bv, C=16, SB=8,
+               lpt=False)
     run_and_check(with_cfg(cfg), [0, 5, 130, 131], seed=5, out_atol=2e-3)
 
 
@@ -391,8 +393,9 @@ def test_gpu_prefetch_and_rank_knobs(row):
 @pytest.mark.parametrize("segs", [4, 8])
 def test_gpu_segment_walk(row, segs):
     # cfg "segs" at contest lengths: a 5258-token sequence (82 chunks) with a short one, one 2107-token sequence,
-    # three sequences of which one ends in segment 0; the errors must not grow with the number of products
-    fn = with_cfg(dict(getattr(pk, row), segs=segs, lpt=False))
+    # three sequences of which one ends in segment 0; the errors must not grow with the number of products;
+    # mixed slices of 32 columns in the first launch
+    fn = with_cfg(dict(getattr(pk, row), segs=segs, seg_bv=32, lpt=False))
     for cu in ([0, 5258, 5709], [0, 2107], [0, 1300, 1301, 1400]):
         out_err, state_err = run_and_check(fn, cu, seed=11, out_atol=2e-3)
         print(f"\n{row} segs {segs} {cu}: output max abs err {out_err:.3g}, state {state_err:.3g}")

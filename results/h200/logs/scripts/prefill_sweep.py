@@ -278,7 +278,22 @@ ROUNDS["r23"] = [  # (at the commit that added cfg "segs") the segment-parallel 
         *[(f"t{s}" + sfx, _segs(K._TWO_LAUNCH_T_CFG, s), None, 0, BIG) for s in (4, 6, 8)],
     )],
 ]
-CANDS = ROUNDS[os.environ.get("ROUND", "r23")]
+def _segs_long(base, segs, seg_bv):
+    """base with cfg "segs" and "seg_bv" on the calls of at most 5 sequences from 900 tokens (else skipped)."""
+    return lambda w: dict(base, segs=segs, seg_bv=seg_bv, lpt=False) if w["N"] <= 5 and w["T"] >= 900 else None
+
+
+ROUNDS["r24"] = [  # (at the commit that added cfg "seg_bv") round 23 lost by making a second wave of CTAs (a slice of
+                   # each kind per value slice: 2 * 8 per head and segment); the first segment launch now holds 16
+                   # value and 16 transition columns in one 32-wide slice (seg_bv = 32), or 8 + 8 (16); the calls
+                   # of N <= 5 from 900 tokens; transposed chain, BV16 in the second launch; twice, interleaved
+    *[c for sfx in ("-a", "-b") for c in (
+        ("table" + sfx, lambda w: K._pick(w["T"], w["N"]) if w["N"] <= 5 and w["T"] >= 900 else None, None, 0, BIG),
+        *[(f"t{s}m{bv}" + sfx, _segs_long(K._TWO_LAUNCH_T_CFG, s, bv), None, 0, BIG)
+          for s, bv in ((3, 16), (3, 32), (4, 32), (5, 32), (6, 32))],
+    )],
+]
+CANDS = ROUNDS[os.environ.get("ROUND", "r24")]
 if os.environ.get("CANDS"):
     CANDS = [c for c in CANDS if c[0] in os.environ["CANDS"].split(",")]
 

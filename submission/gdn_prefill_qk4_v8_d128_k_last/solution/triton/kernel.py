@@ -316,13 +316,15 @@ def _ws_off(c0, bos, n, h, C: tl.constexpr, NHV: tl.constexpr):
 
 
 @triton.jit
-def _chunk_in(c0, eos, vend, h, v0, v_ptr, a_ptr, b_ptr, ALGO: tl.constexpr, C: tl.constexpr,
-              BV: tl.constexpr, NHV: tl.constexpr, DK: tl.constexpr):
+def _chunk_in(c0, eos, vcols, h, v0, v_ptr, a_ptr, b_ptr, MIX: tl.constexpr, ALGO: tl.constexpr,
+              C: tl.constexpr, BV: tl.constexpr, NHV: tl.constexpr, DK: tl.constexpr):
     """A chunk's loads that feed no dot (v, a, b; as stored), issued a step early with cfg "prefetch".
-    v reads 0 from token vend on (vend = eos, or bos for the segment transition's v = 0: _seg_chain)."""
+    With MIX the slice's columns from vcols on read v = 0 (a segment transition's columns: _gdn_seg_kernel)."""
     tok = c0 + tl.arange(0, C)
     valid = tok < eos
-    vo_off, vo_mask = _vo_tile(tok, tok < vend, h, v0, ALGO, BV, NHV, DK)
+    vo_off, vo_mask = _vo_tile(tok, valid, h, v0, ALGO, BV, NHV, DK)
+    if MIX:
+        vo_mask = vo_mask & _slice_cols(vcols, ALGO, BV)
     v = tl.load(v_ptr + vo_off, mask=vo_mask, other=0.0)
     a, b = _chunk_ab(a_ptr, b_ptr, tok, valid, h, NHV)
     return v, a, b
@@ -445,26 +447,40 @@ def _slice_off(m, v0, ALGO: tl.constexpr, BV: tl.constexpr, DK: tl.constexpr, k0
 
 
 @triton.jit
-def _slice_init(v0, ident, ALGO: tl.constexpr, BV: tl.constexpr, DK: tl.constexpr):
-    """A state slice (layout of _slice_off) of zeros, or if ident of the identity matrix's rows v0 .. v0 + BV."""
-    kx = tl.arange(0, DK)
+def _slice_cols(vcols, ALGO: tl.constexpr, BV: tl.constexpr):
+    """Which value columns of a slice (or of a chunk's value-side tile) are below vcols, shaped to broadcast
+    against it: [BV, 1] for ALGO_CHUNK_WS_T, else [1, BV]."""
     vx = tl.arange(0, BV)
     if ALGO == 3:
-        eye = (v0 + vx[:, None]) == kx[None, :]
+        out = (vx < vcols)[:, None]
     else:
-        eye = kx[:, None] == (v0 + vx[None, :])
-    return tl.where(eye & ident, 1.0, 0.0)
+        out = (vx < vcols)[None, :]
+    return out
 
 
 @triton.jit
-def _walk(H, cs, ce, bos, eos, vend, n, h, hq, v0, vn, an, bn, q_ptr, k_ptr, v_ptr, a_ptr, b_ptr, o_ptr,
-          ws_ptr, wp_ptr, alog, dtb, scale, OUT: tl.constexpr, PF: tl.constexpr, ALGO: tl.constexpr,
+def _slice_init(v0, vcols, ALGO: tl.constexpr, BV: tl.constexpr, DK: tl.constexpr):
+    """A state slice (layout of _slice_off) whose columns below vcols are 0 and whose column vcols + i is row
+    v0 + i of the identity (a segment transition's columns: _gdn_seg_kernel)."""
+    kx = tl.arange(0, DK)
+    vx = tl.arange(0, BV)
+    if ALGO == 3:
+        eye = (v0 + vx[:, None] - vcols) == kx[None, :]
+    else:
+        eye = kx[:, None] == (v0 + vx[None, :] - vcols)
+    return tl.where(eye & ~_slice_cols(vcols, ALGO, BV), 1.0, 0.0)
+
+
+@triton.jit
+def _walk(H, cs, ce, bos, eos, vcols, n, h, hq, v0, vn, an, bn, q_ptr, k_ptr, v_ptr, a_ptr, b_ptr, o_ptr,
+          ws_ptr, wp_ptr, alog, dtb, scale, OUT: tl.constexpr, MIX: tl.constexpr, PF: tl.constexpr, ALGO: tl.constexpr,
           WS_P: tl.constexpr, C: tl.constexpr, BV: tl.constexpr, SB: tl.constexpr, LOG2NB: tl.constexpr,
           SCAN: tl.constexpr, PREC_QK: tl.constexpr, PREC_T: tl.constexpr, PREC_S: tl.constexpr,
           PREC_Q: tl.constexpr, PREC_O: tl.constexpr, NHV: tl.constexpr, NHK: tl.constexpr,
           DK: tl.constexpr, INTERP: tl.constexpr):
     """The state slice H carried over the chunks [cs, ce) of sequence n (bos, eos): the chain's serial loop.
-    With PF, vn/an/bn hold chunk cs's v, a, b and each step issues the next chunk's before its own work."""
+    With PF, vn/an/bn hold chunk cs's v, a, b and each step issues the next chunk's before its own work; MIX
+    and vcols as in _chunk_in."""
     vc = vn
     ac = an
     bc = bn
@@ -477,7 +493,7 @@ def _walk(H, cs, ce, bos, eos, vend, n, h, hq, v0, vn, an, bn, q_ptr, k_ptr, v_p
                 vc = vn
                 ac = an
                 bc = bn
-                vn, an, bn = _chunk_in(c0 + C, eos, vend, h, v0, v_ptr, a_ptr, b_ptr, ALGO, C, BV, NHV, DK)
+                vn, an, bn = _chunk_in(c0 + C, eos, vcols, h, v0, v_ptr, a_ptr, b_ptr, MIX, ALGO, C, BV, NHV, DK)
             H = _step(H, c0, bos, eos, n, h, hq, v0, q_ptr, k_ptr, v_ptr, a_ptr, b_ptr, o_ptr,
                       ws_ptr, wp_ptr, alog, dtb, scale, vc, ac, bc, OUT, PF, WS_P, ALGO, C, BV, SB, LOG2NB,
                       SCAN, PREC_QK, PREC_T, PREC_S, PREC_Q, PREC_O, NHV, NHK, DK, INTERP)
@@ -488,7 +504,7 @@ def _walk(H, cs, ce, bos, eos, vend, n, h, hq, v0, vn, an, bn, q_ptr, k_ptr, v_p
                 vc = vn
                 ac = an
                 bc = bn
-                vn, an, bn = _chunk_in(c0 + C, eos, vend, h, v0, v_ptr, a_ptr, b_ptr, ALGO, C, BV, NHV, DK)
+                vn, an, bn = _chunk_in(c0 + C, eos, vcols, h, v0, v_ptr, a_ptr, b_ptr, MIX, ALGO, C, BV, NHV, DK)
             H = _step(H, c0, bos, eos, n, h, hq, v0, q_ptr, k_ptr, v_ptr, a_ptr, b_ptr, o_ptr,
                       ws_ptr, wp_ptr, alog, dtb, scale, vc, ac, bc, OUT, PF, WS_P, ALGO, C, BV, SB, LOG2NB,
                       SCAN, PREC_QK, PREC_T, PREC_S, PREC_Q, PREC_O, NHV, NHK, DK, INTERP)
@@ -529,7 +545,7 @@ def _chain(pid_v, pid_nh, q_ptr, k_ptr, v_ptr, s_ptr, alog_ptr, a_ptr, dtb_ptr, 
     an = 0.0
     bn = 0.0
     if PF:      # the first chunk's, before the waits and the state load
-        vn, an, bn = _chunk_in(bos, eos, eos, h, v0, v_ptr, a_ptr, b_ptr, ALGO, C, BV, NHV, DK)
+        vn, an, bn = _chunk_in(bos, eos, BV, h, v0, v_ptr, a_ptr, b_ptr, False, ALGO, C, BV, NHV, DK)
     alog = tl.load(alog_ptr + h).to(tl.float32)
     dtb = tl.load(dtb_ptr + h).to(tl.float32)
     if WAIT >= 1:
@@ -538,12 +554,12 @@ def _chain(pid_v, pid_nh, q_ptr, k_ptr, v_ptr, s_ptr, alog_ptr, a_ptr, dtb_ptr, 
         _wait_chunks(sync_ptr + nprep, bos // C + n, (eos - bos + C - 1) // C, h, want, NHV)
 
     s_off = _slice_off(n * NHV + h, v0, ALGO, BV, DK)
-    H = _slice_init(v0, False, ALGO, BV, DK)
+    H = _slice_init(v0, BV, ALGO, BV, DK)
     if HAS_STATE:
         H = tl.load(s_ptr + s_off)
 
-    H = _walk(H, bos, eos, bos, eos, eos, n, h, hq, v0, vn, an, bn, q_ptr, k_ptr, v_ptr, a_ptr, b_ptr, o_ptr,
-              ws_ptr, wp_ptr, alog, dtb, scale, True, PF, ALGO, WS_P, C, BV, SB, LOG2NB, SCAN, PREC_QK,
+    H = _walk(H, bos, eos, bos, eos, BV, n, h, hq, v0, vn, an, bn, q_ptr, k_ptr, v_ptr, a_ptr, b_ptr, o_ptr,
+              ws_ptr, wp_ptr, alog, dtb, scale, True, False, PF, ALGO, WS_P, C, BV, SB, LOG2NB, SCAN, PREC_QK,
               PREC_T, PREC_S, PREC_Q, PREC_O, NHV, NHK, DK, INTERP)
     tl.store(ns_ptr + s_off, H)
 
@@ -686,18 +702,18 @@ def _gdn_seg_kernel(
     two launches after the prep launch (ALGO_CHUNK_WS or _T, PF required). The state map of a segment is
     affine, H_end = A H_start + B, with A [K, K] shared by every value column of a head.
 
-    PHASE 1, grid (2 * DK // BV, N * (NSEG - 1), HV): segment 0 from the given state, with its outputs,
-    storing its end state E_0 (and new_state if the sequence ends there); segments j = 1 .. NSEG - 2 without
-    outputs: slices pid < DK // BV from a zero state (B_j, stored as E_j), the others from the identity
-    with v = 0 (columns of A_j, stored as X_j = A_j^T in the state's layout). The last segment's map is
+    PHASE 1, grid (2 * DK // BV, N * (NSEG - 1), HV) (BV: cfg "seg_bv"): segment 0 from the given state
+    (CTAs pid < DK // BV), with its outputs, storing its end state E_0 (and new_state if the sequence ends
+    there); segments j = 1 .. NSEG - 2 without outputs, each CTA on BV / 2 value columns from a zero state
+    (B_j, stored as E_j) and, in the same slice, BV / 2 rows of the identity with v = 0 (columns of A_j,
+    stored as X_j = A_j^T in the state's layout): twice the columns per CTA, so the launch's CTAs fit on
+    the GPU at once where slices of one kind each would make a second wave. The last segment's map is
     never needed.
     PHASE 2, grid (DK // BV, N * (NSEG - 1), HV): segment j = 1 .. NSEG - 1 starts from
     H = A_{j-1}( .. (A_1 E_0 + B_1) ..) + B_{j-1} (dots in PREC_C) and walks with its outputs; the
     sequence's last non-empty segment stores new_state. The serial length is ~2 / NSEG of the chain's."""
     NVB: tl.constexpr = DK // BV
     pid = tl.program_id(0)
-    ident = pid >= NVB
-    v0 = (pid % NVB) * BV
     n = tl.program_id(1) // (NSEG - 1)
     j = tl.program_id(1) % (NSEG - 1) + (PHASE - 1)
     h = tl.program_id(2)
@@ -707,37 +723,39 @@ def _gdn_seg_kernel(
     per = ((eos - bos + C - 1) // C + NSEG - 1) // NSEG * C      # tokens per segment, whole chunks
     cs = bos + j * per
     ce = tl.minimum(cs + per, eos)
-    if (cs < eos) & ((j > 0) | (pid < NVB)):
-        vend = tl.where(ident, bos, eos)    # v = 0 for the transition's columns
+    mixed = (PHASE == 1) & (j > 0)      # half value columns, half transition columns
+    vcols = tl.where(mixed, BV // 2, BV)
+    v0 = pid * vcols
+    if (cs < eos) & (v0 < DK):
         vn = 0.0
         an = 0.0
         bn = 0.0
         if PF:
-            vn, an, bn = _chunk_in(cs, eos, vend, h, v0, v_ptr, a_ptr, b_ptr, ALGO, C, BV, NHV, DK)
+            vn, an, bn = _chunk_in(cs, eos, vcols, h, v0, v_ptr, a_ptr, b_ptr, PHASE == 1, ALGO, C, BV, NHV, DK)
         alog = tl.load(alog_ptr + h).to(tl.float32)
         dtb = tl.load(dtb_ptr + h).to(tl.float32)
         s_off = _slice_off(n * NHV + h, v0, ALGO, BV, DK)
         m0 = (n * (NSEG - 1)) * NHV + h                      # segment i's E / X: matrix m0 + i * NHV
         e_off = _slice_off(m0, v0, ALGO, BV, DK)
         if PHASE == 1:
-            H = _slice_init(v0, ident, ALGO, BV, DK)
+            H = _slice_init(v0, vcols, ALGO, BV, DK)
             if HAS_STATE:
                 if j == 0:
                     H = tl.load(s_ptr + s_off)
             if j > 0:
-                H = _walk(H, cs, ce, bos, eos, vend, n, h, hq, v0, vn, an, bn, q_ptr, k_ptr, v_ptr, a_ptr,
-                          b_ptr, o_ptr, ws_ptr, wp_ptr, alog, dtb, scale, False, PF, ALGO, WS_P, C, BV, SB,
+                H = _walk(H, cs, ce, bos, eos, vcols, n, h, hq, v0, vn, an, bn, q_ptr, k_ptr, v_ptr, a_ptr,
+                          b_ptr, o_ptr, ws_ptr, wp_ptr, alog, dtb, scale, False, True, PF, ALGO, WS_P, C, BV, SB,
                           LOG2NB, SCAN, PREC_QK, PREC_T, PREC_S, PREC_Q, PREC_O, NHV, NHK, DK, INTERP)
-                if ident:
-                    tl.store(x_ptr + e_off + j * NHV * DK * DK, H)
-                else:
-                    tl.store(e_ptr + e_off + j * NHV * DK * DK, H)
+                cols = _slice_cols(vcols, ALGO, BV)
+                m = (m0 + j * NHV) * DK * DK
+                tl.store(e_ptr + m + _slice_off(0, v0, ALGO, BV, DK), H, mask=cols)            # B_j
+                tl.store(x_ptr + m + _slice_off(0, v0 - vcols, ALGO, BV, DK), H, mask=~cols)  # A_j^T
         else:
             H = _seg_start(e_ptr, x_ptr, h_ptr, m0, v0, j, tl.program_id(1) * NHV + h, PREC_C, ALGO, BV, NHV, DK)
         if (PHASE == 2) | (j == 0):
-            H = _walk(H, cs, ce, bos, eos, eos, n, h, hq, v0, vn, an, bn, q_ptr, k_ptr, v_ptr, a_ptr, b_ptr,
-                      o_ptr, ws_ptr, wp_ptr, alog, dtb, scale, True, PF, ALGO, WS_P, C, BV, SB, LOG2NB, SCAN,
-                      PREC_QK, PREC_T, PREC_S, PREC_Q, PREC_O, NHV, NHK, DK, INTERP)
+            H = _walk(H, cs, ce, bos, eos, BV, n, h, hq, v0, vn, an, bn, q_ptr, k_ptr, v_ptr, a_ptr, b_ptr,
+                      o_ptr, ws_ptr, wp_ptr, alog, dtb, scale, True, PHASE == 1, PF, ALGO, WS_P, C, BV, SB, LOG2NB,
+                      SCAN, PREC_QK, PREC_T, PREC_S, PREC_Q, PREC_O, NHV, NHK, DK, INTERP)
             if PHASE == 1:
                 tl.store(e_ptr + e_off, H)
             if ce >= eos:
@@ -1182,9 +1200,10 @@ def _launch(algo, q, k, v, state, A_log, a, dt_bias, b, cu_seqlens, scale, outpu
                             x_ptr=_workspace("seg_x", mats, torch.float32, q.device), NSEG=segs,
                             h_ptr=_workspace("seg_h", mats, torch.float32, q.device),
                             PREC_C=P_TF32X3 if on_gpu else P_IEEE)
-            for phase in (1, 2):
-                launches.append((_gdn_seg_kernel, ((3 - phase) * (D // BV), N * (segs - 1), HV),
-                                 dict(seg_args, PHASE=phase), chain_opts))
+            bv1 = cfg.get("seg_bv", BV)     # the first segment launch's slice width (half of it mixed)
+            launches.append((_gdn_seg_kernel, (2 * D // bv1, N * (segs - 1), HV),
+                             dict(seg_args, PHASE=1, BV=bv1), chain_opts))
+            launches.append((_gdn_seg_kernel, (D // BV, N * (segs - 1), HV), dict(seg_args, PHASE=2), chain_opts))
         else:
             launches.append((_gdn_prefill_kernel, (D // BV, N * HV, 1),
                              dict(chain_args, perm_ptr=perm, LPT=2 if rank else lpt, ALGO=algo), chain_opts))
