@@ -247,10 +247,10 @@ def test_segment_walk_refuses_what_it_cannot_run():
 
 
 def test_rows_with_a_prep_take_the_split_prep_on_mma_v3_up_to_1400_tokens_if_fused():
-    # round 13's choice for every two-launch row, round 17's for the fused rows up to 1400 tokens; the
-    # fused row above keeps one mma.sync prep ticket per (chunk, head)
+    # round 13's choice for every two-launch row (the segment rows included), round 17's for the fused rows up
+    # to 1400 tokens; the fused row above keeps one mma.sync prep ticket per (chunk, head)
     rows = [(max_t, cfg) for max_t, _, cfg in pk._LAUNCH_TABLE if cfg.get("ws")]
-    assert len(rows) == 8
+    assert len(rows) == 10
     for max_t, cfg in rows:
         knobs = bool(cfg.get("prep_split")) and bool(cfg.get("prep_mma_v3"))
         assert knobs == (not cfg.get("fused") or max_t <= 1400), (max_t, cfg)
