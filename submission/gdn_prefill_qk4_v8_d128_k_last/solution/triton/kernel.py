@@ -48,11 +48,15 @@ The chunked ALGOs load each chunk's v, a and b one step early (cfg "prefetch", e
 the recurrent one reads them token by token inside its chunk loop, so there is nothing to prefetch.
 A launch config with "fused" runs ALGO_CHUNK_WS's two launches as two roles of one launch
 (_gdn_fused_kernel: tickets, per-chunk flags, spin-waits): no host time between the roles.
-`kernel` picks ALGO_CHUNK (one launch), the fused launch or ALGO_CHUNK_WS (two launches) from the
-launch table below (measured on an H200); `kernel_recurrent` runs the
-ablation through the same launcher. Both launches of the two-launch path are bound (and
-compiled if new) before the first is issued, so only the bare driver launch of the second sits
-between them (the official timer charges host time between a call's kernels).
+A launch config with "segs" replaces the chain launch by two (_gdn_seg_kernel): a segment's state map is
+affine, H_end = A H_start + B, so the first launch finds A and B of each segment (the first segment walks from
+the given state with its outputs), and the second walks every later segment from its start state, composed
+from those maps, with its outputs: the serial length drops to ~2/NSEG of the chain's, for few long sequences.
+`kernel` picks ALGO_CHUNK (one launch), the fused launch, ALGO_CHUNK_WS (two launches) or the segments
+(three) from the launch table below (measured on an H200); `kernel_recurrent` runs the
+ablation through the same launcher. Every launch of a call is bound (and compiled if new) before the
+first is issued, so only bare driver launches sit between them (the official timer charges host time
+between a call's kernels).
 
 Under TRITON_INTERPRET=1 (tensors on the CPU) all dots run on fp32 operands ("ieee"), because
 the interpreter's bf16 tl.dot is wrong; on the GPU the operand precisions are the PREC_*
@@ -836,7 +840,11 @@ def _gdn_fused_kernel(
 #             (round 22)
 #   180 <= T < 3000: fused (the two launches' roles in one launch, BV=16, transposed chain;
 #             3 stages up to 1400 tokens with N <= 3, else 2; up to 1400 tokens its prep role is split
-#             into Tm and P tickets on wgmma: round 17)
+#             into Tm and P tickets on wgmma: round 17), except N = 1 from 1401 tokens: segments, below
+#   N <= 2 from 3000 tokens, and N = 1 from 1401: three launches (_SEG_CFG, rounds 23/24): the prep, then
+#             each sequence cut into 3 segments walked in parallel by two launches (_gdn_seg_kernel: the
+#             first finds each segment's affine state map, the second walks each segment from its start
+#             state), so the serial walk is ~2/3 of the chain's
 #   T >= 3000: two launches (ws): Tm and P of every (chunk, head) in parallel first, then the
 #             serial per-sequence chain; BV=16 (N <= 15: few sequences, so more V slices; N <= 4
 #             the untransposed chain with 3 stages, else the transposed one with 2) or the
@@ -1016,13 +1024,25 @@ def _gdn_fused_kernel(
 # N = 3 +0.9..+6.6 (2 stages: -1.8 at 139/3, +2.2 at 82/3). Adopted for N = 1 from 33 and N = 2 from 65 tokens.
 # Harness pass at 8170c27 (rounds 21 and 22 in): all 100: 50.5 us (T < 512 22.3 -> 20.2), T = 8192 141.6 us
 # (130.8-155.6).
+# Round 23 (logs/prefill_sweep_r23.json, at 56cd9c3, the 24 calls of N <= 4 from 300 tokens, twice each): the
+# segment walk (cfg "segs"; 4, 6, 8 segments; untransposed BV16 3 stages or transposed BV16 2 stages) with one
+# slice per kind in the first segment launch (16 CTAs per head and segment: a second wave). It lost on every call
+# but 5709/2 (287 -> 231 us with 4 transposed segments); more segments lost more; below ~1000 tokens +15..+30 us
+# (three launches against one fused launch).
+# Round 24 (logs/prefill_sweep_r24.json, at 9773d49, the 18 calls of N <= 5 from 900 tokens, twice each, transposed,
+# BV16 in the second launch): value and transition columns in one slice of the first launch (cfg "seg_bv" 16 or
+# 32), 3..6 segments. 3 segments, seg_bv 16: 5709/2 285 -> 221 us, 3271/2 126/131 -> 122/125, 2107/1 103 ->
+# 96/98; every N >= 3 call and N = 2 below 3000 tokens lost or tied (+1..+25 us; 1377/1 -7/+4, noisy); 4-6
+# segments no better at 5709/2 (219-223) and worse elsewhere. Adopted: N = 1 from 1401 tokens, N <= 2 from 3000.
+# Harness pass at 937dbe7 (round 24 in): all 100: 49.7 us; 5709/2 223.0, 3271/2 118.3, 2107/1 94.1.
 # Round 19 (logs/prefill_sweep_r19.json, at 114759c, T >= 3000, twice each, interleaved): programmatic dependent
 # launch of the chain after the prep (griddepcontrol: every prep CTA signals launch_dependents at once, the chain
 # launch carries the PDL attribute and waits for the prep grid after loading its state slice): T = 8192 166.2 ->
 # 170.7 us, T < 8192 146.6 -> 171.5; 8 prep warps 215.4 / 166.7; both 215.9 / 191.7. None adopted; the knob was
 # removed.
-# B200 (148 SMs, sm_100a): UNMEASURED. The thresholds (16, 32, 64, 180, 1400, 3000 tokens, N = 1/2/3/4/15) and
-# the V splits come from H200 timings only; every entry is correct on any GPU (same code, mma.sync path),
+# B200 (148 SMs, sm_100a): UNMEASURED. The thresholds (16, 32, 64, 180, 1400, 3000 tokens, N = 1/2/3/4/15), the
+# V splits and the segment count (3: its first launch has 24 CTAs per head and sequence, 192 for one sequence,
+# within the 264 that fit at once on 132 SMs; 148 SMs fit 296) come from H200 timings only; every entry is correct on any GPU (same code, mma.sync path),
 # with one difference: the prep of the two-launch rows and of the fused rows up to 1400 tokens is wgmma on
 # the H200 and mma.sync on a B200 (MMAv5 stays off); those mma.sync builds of the split prep passed their
 # GPU tests on the H200 (test_gpu_prep_variants, test_gpu_fused_prep_knobs).
