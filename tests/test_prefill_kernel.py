@@ -231,11 +231,11 @@ def test_split_prep_writes_every_slot():
 def test_segment_walk(trans, seg_bv):
     # cfg "segs": 4 segments of 2 chunks (C = 16) for the 125-token sequence, so its last segment starts from
     # two transition products; the 5-token sequence ends in segment 0 (new_state from the first segment
-    # launch), the 1-token one too; the first launch's mixed slices (value and identity columns, v = 0 for
-    # the latter) are seg_bv wide, the second launch's 16
+    # launch), the 1-token one too, and the empty one has only its new_state (= its state); the first
+    # launch's mixed slices (value and identity columns, v = 0 for the latter) are seg_bv wide, the second's 16
     cfg = dict(pk._TWO_LAUNCH_T_CFG if trans else pk._TWO_LAUNCH_CFG, segs=4, seg_bv=seg_bv, C=16, SB=8,
                lpt=False)
-    run_and_check(with_cfg(cfg), [0, 5, 130, 131], seed=5, out_atol=2e-3)
+    run_and_check(with_cfg(cfg), [0, 5, 5, 130, 131], seed=5, out_atol=2e-3)
 
 
 def test_segment_walk_refuses_what_it_cannot_run():
@@ -400,7 +400,7 @@ def test_gpu_segment_walk(row, segs):
     # three sequences of which one ends in segment 0; the errors must not grow with the number of products;
     # mixed slices of 32 columns in the first launch
     fn = with_cfg(dict(getattr(pk, row), segs=segs, seg_bv=32, lpt=False))
-    for cu in ([0, 5258, 5709], [0, 2107], [0, 1300, 1301, 1400]):
+    for cu in ([0, 5258, 5709], [0, 2107], [0, 1300, 1301, 1400], [0, 0, 3000]):
         out_err, state_err = run_and_check(fn, cu, seed=11, out_atol=2e-3)
         print(f"\n{row} segs {segs} {cu}: output max abs err {out_err:.3g}, state {state_err:.3g}")
 

@@ -344,7 +344,7 @@ def _step(H, c0, bos, eos, n, h, hq, v0, q_ptr, k_ptr, v_ptr, a_ptr, b_ptr, o_pt
           NHK: tl.constexpr, DK: tl.constexpr, INTERP: tl.constexpr):
     """One chunk of C tokens [c0, min(c0 + C, eos)): the only place where the ALGOs differ. With PF (cfg
     "prefetch") the chunk's v, a and b come in as vr, ar, br, loaded by the previous step (_walk). Without
-    OUT (a segment's transition, _seg_chain; ALGO_CHUNK_WS*) only the state is carried: no q, P or output."""
+    OUT (a segment's map, _gdn_seg_kernel; ALGO_CHUNK_WS*) only the state is carried: no q, P or output."""
     if ALGO == 1:
         H = _recurrent_chunk(H, c0, eos, h, hq, v0, q_ptr, k_ptr, v_ptr, a_ptr, b_ptr, o_ptr,
                              alog, dtb, scale, C, BV, NHV, NHK, DK, INTERP)
@@ -730,7 +730,8 @@ def _gdn_seg_kernel(
     mixed = (PHASE == 1) & (j > 0)      # half value columns, half transition columns
     vcols = tl.where(mixed, BV // 2, BV)
     v0 = pid * vcols
-    if (cs < eos) & (v0 < DK):
+    # segment 0 runs even for an empty sequence: it stores that sequence's new_state (the given state)
+    if ((cs < eos) | ((PHASE == 1) & (j == 0))) & (v0 < DK):
         vn = 0.0
         an = 0.0
         bn = 0.0
@@ -1127,10 +1128,11 @@ _LAUNCH_BOUND = _triton_passes_constexprs(triton.__version__)
 
 
 def _workspace(name, numel, dtype, device, zero=False):
-    """A workspace of the two-launch path (Tm, P; the fused variant's sync words, zeroed when made),
-    kept between calls (grown when a call needs more): no allocation in the call. Every slot a launch
-    reads was written by an earlier launch (or role) of the same call, so what a previous call left
-    there is never read. Calls are assumed to run on one stream at a time."""
+    """A workspace of the two-launch path (Tm, P; the fused variant's sync words, zeroed when made; the segment
+    launches' matrices), kept between calls (grown when a call needs more): no allocation in the call. Every
+    slot a launch reads was written by an earlier launch (or role) of the same call, or, for the segments'
+    running products, by the same CTA, so what a previous call left there is never read. Calls are assumed
+    to run on one stream at a time."""
     key = (name, str(device), dtype)
     buf = _WORKSPACES.get(key)
     if buf is None or buf.numel() < numel:
