@@ -476,6 +476,26 @@ def _slice_init(v0, vcols, ALGO: tl.constexpr, BV: tl.constexpr, DK: tl.constexp
 
 
 @triton.jit
+def _advance(H, c0, bos, eos, vcols, n, h, hq, v0, vn, an, bn, q_ptr, k_ptr, v_ptr, a_ptr, b_ptr, o_ptr,
+             ws_ptr, wp_ptr, alog, dtb, scale, OUT: tl.constexpr, MIX: tl.constexpr, PF: tl.constexpr,
+             ALGO: tl.constexpr, WS_P: tl.constexpr, C: tl.constexpr, BV: tl.constexpr, SB: tl.constexpr,
+             LOG2NB: tl.constexpr, SCAN: tl.constexpr, PREC_QK: tl.constexpr, PREC_T: tl.constexpr,
+             PREC_S: tl.constexpr, PREC_Q: tl.constexpr, PREC_O: tl.constexpr, NHV: tl.constexpr,
+             NHK: tl.constexpr, DK: tl.constexpr, INTERP: tl.constexpr):
+    """One step of _walk: with PF, issue chunk c0 + C's v, a, b loads, then walk chunk c0 on vn, an, bn (its
+    own, loaded a step earlier); returns the state and the next chunk's loads."""
+    vc = vn
+    ac = an
+    bc = bn
+    if PF:
+        vn, an, bn = _chunk_in(c0 + C, eos, vcols, h, v0, v_ptr, a_ptr, b_ptr, MIX, ALGO, C, BV, NHV, DK)
+    H = _step(H, c0, bos, eos, n, h, hq, v0, q_ptr, k_ptr, v_ptr, a_ptr, b_ptr, o_ptr, ws_ptr, wp_ptr, alog,
+              dtb, scale, vc, ac, bc, OUT, PF, WS_P, ALGO, C, BV, SB, LOG2NB, SCAN, PREC_QK, PREC_T, PREC_S,
+              PREC_Q, PREC_O, NHV, NHK, DK, INTERP)
+    return H, vn, an, bn
+
+
+@triton.jit
 def _walk(H, cs, ce, bos, eos, vcols, n, h, hq, v0, vn, an, bn, q_ptr, k_ptr, v_ptr, a_ptr, b_ptr, o_ptr,
           ws_ptr, wp_ptr, alog, dtb, scale, OUT: tl.constexpr, MIX: tl.constexpr, PF: tl.constexpr, ALGO: tl.constexpr,
           WS_P: tl.constexpr, C: tl.constexpr, BV: tl.constexpr, SB: tl.constexpr, LOG2NB: tl.constexpr,
@@ -485,33 +505,22 @@ def _walk(H, cs, ce, bos, eos, vcols, n, h, hq, v0, vn, an, bn, q_ptr, k_ptr, v_
     """The state slice H carried over the chunks [cs, ce) of sequence n (bos, eos): the chain's serial loop.
     With PF, vn/an/bn hold chunk cs's v, a, b and each step issues the next chunk's before its own work; MIX
     and vcols as in _chunk_in."""
-    vc = vn
-    ac = an
-    bc = bn
     # The interpreter (numpy >= 2) cannot take a loaded scalar as a range() bound, so under
     # INTERP the same step runs in a while loop; on the GPU a for loop (software-pipelined).
     if INTERP:
         c0 = cs
         while c0 < ce:
-            if PF:
-                vc = vn
-                ac = an
-                bc = bn
-                vn, an, bn = _chunk_in(c0 + C, eos, vcols, h, v0, v_ptr, a_ptr, b_ptr, MIX, ALGO, C, BV, NHV, DK)
-            H = _step(H, c0, bos, eos, n, h, hq, v0, q_ptr, k_ptr, v_ptr, a_ptr, b_ptr, o_ptr,
-                      ws_ptr, wp_ptr, alog, dtb, scale, vc, ac, bc, OUT, PF, WS_P, ALGO, C, BV, SB, LOG2NB,
-                      SCAN, PREC_QK, PREC_T, PREC_S, PREC_Q, PREC_O, NHV, NHK, DK, INTERP)
+            H, vn, an, bn = _advance(H, c0, bos, eos, vcols, n, h, hq, v0, vn, an, bn, q_ptr, k_ptr, v_ptr, a_ptr,
+                                     b_ptr, o_ptr, ws_ptr, wp_ptr, alog, dtb, scale, OUT, MIX, PF, ALGO, WS_P, C,
+                                     BV, SB, LOG2NB, SCAN, PREC_QK, PREC_T, PREC_S, PREC_Q, PREC_O, NHV, NHK, DK,
+                                     INTERP)
             c0 += C
     else:
         for c0 in range(cs, ce, C):
-            if PF:
-                vc = vn
-                ac = an
-                bc = bn
-                vn, an, bn = _chunk_in(c0 + C, eos, vcols, h, v0, v_ptr, a_ptr, b_ptr, MIX, ALGO, C, BV, NHV, DK)
-            H = _step(H, c0, bos, eos, n, h, hq, v0, q_ptr, k_ptr, v_ptr, a_ptr, b_ptr, o_ptr,
-                      ws_ptr, wp_ptr, alog, dtb, scale, vc, ac, bc, OUT, PF, WS_P, ALGO, C, BV, SB, LOG2NB,
-                      SCAN, PREC_QK, PREC_T, PREC_S, PREC_Q, PREC_O, NHV, NHK, DK, INTERP)
+            H, vn, an, bn = _advance(H, c0, bos, eos, vcols, n, h, hq, v0, vn, an, bn, q_ptr, k_ptr, v_ptr, a_ptr,
+                                     b_ptr, o_ptr, ws_ptr, wp_ptr, alog, dtb, scale, OUT, MIX, PF, ALGO, WS_P, C,
+                                     BV, SB, LOG2NB, SCAN, PREC_QK, PREC_T, PREC_S, PREC_Q, PREC_O, NHV, NHK, DK,
+                                     INTERP)
     return H
 
 
