@@ -2,7 +2,8 @@
 Blackwell tcgen05, because Triton 3.6 miscompiles its chunk loop with wgmma (wrong states or an illegal
 memory access on the H200). The launcher sets DISABLE_MMA_V3/V5 around its launches; this checks that
 those knobs are what keeps wgmma out, for the one-launch config of the launch table, on sm_90 and sm_100;
-the fused launch and the transposed chain (the table's chain from N >= 5) must build for both targets too.
+the fused launch, the transposed chain (the table's chain from N >= 5) and the segment launches must build for
+both targets too.
 The prep of the two-launch rows and of the fused rows up to 1400 tokens is the exception: MMAv3 stays on for it
 (wgmma on sm_90 only, mma.sync on sm_100).
 Compiles run in a fresh process: the interpreter mode the CPU tests use must not leak into them."""
@@ -32,17 +33,23 @@ for key, val in {"1": pk._MMA_ENV, "3": pk._MMA_V3_ENV}.get(knobs, {}).items(): 
 fused = sys.argv[4] in ("fused", "fused-wg")   # fused-wg: prep_mma_v3 on the fused launch (rows up to 1400)
 trans = sys.argv[4] == "trans"      # the N >= 16 row's chain launch (ALGO_CHUNK_WS_T, BV = 32)
 prep = sys.argv[4] == "prep"        # the two-launch rows' first launch (split, cfg "prep_mma_v3")
-cfg = pk._FUSED_CFG if fused else pk._TWO_LAUNCH_WIDE_CFG if trans or prep else pk._ONE_LAUNCH_CFG
-assert not (fused or trans) or cfg["trans"]    # the table's fused and wide rows take the transposed chain
-kern = pk._gdn_fused_kernel if fused else pk._gdn_prep_kernel if prep else pk._gdn_prefill_kernel
+phase = {"seg1": 1, "seg2": 2}.get(sys.argv[4], 0)     # the segment rows' second or third launch (cfg "segs")
+cfg = pk._FUSED_CFG if fused else pk._TWO_LAUNCH_WIDE_CFG if trans or prep else pk._SEG_CFG if phase else \
+    pk._ONE_LAUNCH_CFG
+assert not (fused or trans or phase) or cfg["trans"]    # the table's fused, wide and segment rows: transposed chain
+kern = pk._gdn_fused_kernel if fused else pk._gdn_prep_kernel if prep else pk._gdn_seg_kernel if phase else \
+    pk._gdn_prefill_kernel
 types = {"q_ptr": "*bf16", "k_ptr": "*bf16", "v_ptr": "*bf16", "s_ptr": "*fp32", "alog_ptr": "*fp32",
          "a_ptr": "*bf16", "dtb_ptr": "*fp32", "b_ptr": "*bf16", "cu_ptr": "*i64", "o_ptr": "*bf16",
          "ns_ptr": "*fp32", "ws_ptr": "*fp32", "wp_ptr": "*bf16", "scale": "fp32", "N": "i32",
-         "sync_ptr": "*i32", "perm_ptr": "*i32", "NPREP": "i32", "NVB": "i32"}
+         "sync_ptr": "*i32", "perm_ptr": "*i32", "NPREP": "i32", "NVB": "i32", "e_ptr": "*fp32", "x_ptr": "*fp32",
+         "h_ptr": "*fp32"}
 C, SB = cfg["C"], min(cfg.get("SB", 16), cfg["C"])
 cst = dict(NP2=2, LPT=False, CHAIN_ALGO=pk.ALGO_CHUNK_WS_T,
-           ALGO=pk.ALGO_CHUNK_WS_T if trans else pk.ALGO_CHUNK, SPLIT=cfg.get("prep_split", False),
-           MMA_V3=cfg.get("prep_mma_v3", False) or sys.argv[4] == "fused-wg", WS_P=fused or trans or prep, C=C, BV=cfg["BV"], SB=SB,
+           ALGO=pk.ALGO_CHUNK_WS_T if trans or phase else pk.ALGO_CHUNK, SPLIT=cfg.get("prep_split", False),
+           MMA_V3=cfg.get("prep_mma_v3", False) or sys.argv[4] == "fused-wg", WS_P=fused or trans or prep or bool(phase),
+           C=C, BV=cfg["seg_bv"] if phase == 1 else cfg["BV"], SB=SB, PHASE=phase, NSEG=cfg.get("segs"),
+           PREC_C=pk.P_TF32X3,
            LOG2NB=(C // SB).bit_length() - 1, SCAN=0, HAS_STATE=True, PREC_QK=pk.P_BF16, PREC_T=pk.P_TF32,
            PREC_S=pk.P_BF16X2, PREC_Q=pk.P_BF16, PREC_O=pk.P_BF16, NHV=8, NHK=4, DK=128, INTERP=False,
            PF=bool(cfg.get("prefetch")), RANK=False)
@@ -94,6 +101,14 @@ def test_transposed_chain_compiles_with_mma_sync(arch, tmp_path):
 def test_without_the_knobs_hopper_gets_wgmma(tmp_path):
     # Why the launcher sets them: left alone, Triton picks wgmma for this kernel on sm_90.
     assert _lowering(90, False, tmp_path)["wgmma"]
+
+
+@pytest.mark.parametrize("arch", [90, 100])
+@pytest.mark.parametrize("phase", ["seg1", "seg2"])
+def test_segment_launches_compile_with_mma_sync(arch, phase, tmp_path):
+    # the segment rows' two walking launches (cfg "segs", the launcher's _MMA_ENV) build for both targets
+    assert _lowering(arch, True, tmp_path, phase) == {"wgmma": False, "mma_sync": True, "tcgen05": False,
+                                                      "atomics": False}
 
 
 @pytest.mark.parametrize("arch", [90, 100])
