@@ -1069,8 +1069,9 @@ _FUSED_3STAGE_CFG = dict(_FUSED_CFG, num_stages=3)
 _FUSED_SPLIT_CFG = dict(_FUSED_CFG, prep_split=True, prep_mma_v3=True)
 _FUSED_3STAGE_SPLIT_CFG = dict(_FUSED_3STAGE_CFG, prep_split=True, prep_mma_v3=True)
 _TWO_LAUNCH_LPT_CFG = dict(_TWO_LAUNCH_CFG, lpt=True)     # longest first below _LPT_MIN_N too (round 21)
-# each sequence in 3 segments walked by two launches after the prep (_gdn_seg_kernel; rounds 23/24)
-_SEG_CFG = dict(_TWO_LAUNCH_T_CFG, segs=3, seg_bv=16, lpt=False, lpt_ws=False)
+# each sequence in 3 segments walked by two launches after the prep (_gdn_seg_kernel; rounds 23/24); segments
+# take sequences in index order (_launch ranks none for them)
+_SEG_CFG = dict(_TWO_LAUNCH_T_CFG, segs=3, seg_bv=16)
 _LAUNCH_TABLE = [
     (16, None, _ONE_LAUNCH_C16_CFG),
     (32, None, _ONE_LAUNCH_CFG),
