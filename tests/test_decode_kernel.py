@@ -146,7 +146,7 @@ def test_other_launch_configs(mod):
     for cfg in (dict(BV=32, NCHUNK=2, num_warps=8, num_stages=2, load_evict="evict_first",
                      store_cache=".cs"),
                 dict(BV=16, num_warps=4, VB_FAST=True),
-                dict(BV=4, num_warps=1)):
+                dict(BV=4, num_warps=1, load_evict="evict_first", store_evict="evict_last")):
         out, ns = empty_outputs(B)
         mod.launch(inp["q"], inp["k"], inp["v"], inp["state"], inp["A_log"], inp["a"],
                    inp["dt_bias"], inp["b"], OFFICIAL_SCALE, out, ns, **cfg)

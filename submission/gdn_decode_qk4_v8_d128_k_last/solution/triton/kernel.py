@@ -43,6 +43,7 @@ def _gdn_decode_kernel(
     NUM_HV: tl.constexpr, GROUP: tl.constexpr, K: tl.constexpr, V: tl.constexpr,
     BV: tl.constexpr, NCHUNK: tl.constexpr, HAS_STATE: tl.constexpr,
     LOAD_EVICT: tl.constexpr, STORE_CACHE: tl.constexpr, VB_FAST: tl.constexpr,
+    STORE_EVICT: tl.constexpr = "",
 ):
     if VB_FAST:  # grid (V blocks, B * HV): the V blocks of one head are launched together
         pid_v = tl.program_id(0)
@@ -90,7 +91,7 @@ def _gdn_decode_kernel(
         o = scale * (g * Sq + v_new * kq)
         tl.store(o_ptr + pid_bh * V + rows, o.to(o_ptr.dtype.element_ty))
         S_new = g * S + v_new[:, None] * k[None, :]
-        tl.store(ns_ptr + offs, S_new, cache_modifier=STORE_CACHE)
+        tl.store(ns_ptr + offs, S_new, cache_modifier=STORE_CACHE, eviction_policy=STORE_EVICT)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -98,42 +99,43 @@ def _gdn_decode_kernel(
 # VB_FAST). Grid = (B * HV, V / (BV * NCHUNK)), or transposed when VB_FAST; a batch size
 # not listed uses the entry of the largest listed one below it.
 #
-# Chosen on an H200 (132 SMs, 60 MiB L2; torch 2.11, Triton 3.6) with results/h200/logs/scripts/decode_tune.py:
+# First chosen on an H200 (132 SMs, 60 MiB L2; torch 2.11, Triton 3.6) with results/h200/logs/scripts/decode_tune.py:
 # 52 configs x 7 batch sizes, cold L2 (120 MB zeroed before each call), kernel duration from
-# CUPTI activity records (torch.profiler), median of 60 calls. Measured (us) for the chosen
-# entries, with a cold-L2 cudaMemcpy of the same state bytes (state -> new_state) beside it:
+# CUPTI activity records (torch.profiler), median of 60 calls. Measured (us) for the entries it chose
+# (BV=4 up to B = 16, BV=8 from 32, no hints), with a cold-L2 cudaMemcpy of the same state bytes
+# (state -> new_state) beside it:
 #     B        1     4     8     16     32     48     64   | weighted mean of 54 workloads
 #     kernel  2.02  2.90  3.90  5.94  10.50  15.10  19.14  | 8.23
 #     memcpy  1.66  2.69  3.52  5.92   9.74  14.02  17.95  | 7.67
 # One-warp CTAs won at every B (no cross-warp reduction or barrier, 32 CTAs resident per SM);
-# BV=4 for B <= 16 (more CTAs: latency-bound), BV=8 from B = 32 (fewer, larger CTAs: less
-# per-CTA overhead once bandwidth-bound). The streaming hints (load evict_first, store .cs)
-# were within noise for B <= 16 and slower for B >= 32, so they are off; the in-CTA chunk loop
-# (NCHUNK > 1, num_stages 1-3) was slower at every B (loads of the next chunk cannot be hoisted
-# over the previous chunk's stores), so NCHUNK = 1 and num_stages is irrelevant.
+# the in-CTA chunk loop (NCHUNK > 1, num_stages 1-3) was slower at every B (loads of the next chunk
+# cannot be hoisted over the previous chunk's stores), so NCHUNK = 1 and num_stages is irrelevant.
+# That sweep tried the load hint evict_first only together with the streaming store (.cs).
+# A second sweep (results/h200/logs/scripts/decode_hints.py, logs/decode_hints_r{1,2}.json: the same
+# timing, every config interleaved call by call, median of 40 / 60 calls, on two lent H200s) split
+# them: the state load with evict_first alone is the win (the state is read once; likely its lines
+# then leave L2 before the flush's dirty lines, which would otherwise be written back during the
+# call), and BV=4 with it beats BV=8 at every B. Weighted means, old table -> this one:
+# 8.27 -> 7.92 us (round 1, without VB_FAST) and 8.37 -> 8.25 (round 2); B = 64 18.91 -> 18.34 and
+# 19.41 -> 19.04. Launching the V blocks of one head together (VB_FAST: 64 KiB of consecutive state
+# per 32 CTAs) gained 0.2-0.7 us from B = 16 on and lost ~0.03 us below (round 2). Evict-last stores
+# lost up to 1 us at B >= 32; .cs or evict_first stores tied or lost; BV=2, 2-warp CTAs and BV=8/16 lost.
 #
 # B200 (sm_100, 148 SMs, ~8 TB/s) -- UNMEASURED: the kernel is correct there by construction
 # (plain loads/stores and reductions, no arch-specific instructions; compiles for sm_100), but
 # this table was tuned on the H200 and may want changes:
 #  * small B is latency-bound; BV=4 gives 256 one-warp CTAs at B=1, which still covers 148 SMs;
-#    BV=2 (512 CTAs) tied BV=4 at B=1 on the H200 and may be worth re-measuring;
 #  * large B: at ~8 TB/s roughly twice the bytes must be in flight per SM (Little's law), so
-#    larger tiles per warp (BV=16/w1) or VB_FAST (which helped the 4- and 8-warp configs by
-#    ~0.5 us at B=64 on the H200) may win for B >= 32;
-#  * the effect of the store cache hint on Blackwell's L2 is untested.
+#    larger tiles per warp (BV=8/16) may win back there;
+#  * the L2 hints' effect depends on the L2 and is untested on Blackwell.
 # Tried and dropped (H200, results/h200/logs/decode_diag.json, kernel time, cold L2, median of 30):
 # a persistent grid of 132*{8,16,32} one-warp CTAs walking the tiles, BV=8, against the table at
 # B = 16/32/48/64: 6.9/10.4/16.1/19.0 us at best vs 6.0/10.7/14.9/19.2 (the table); within noise at
 # B = 32 and 64, slower at 16 and 48.
 # ---------------------------------------------------------------------------------------------
 _LAUNCH_TABLE = {
-    1: (4, 1, 1, 1, "", "", False),
-    4: (4, 1, 1, 1, "", "", False),
-    8: (4, 1, 1, 1, "", "", False),
-    16: (4, 1, 1, 1, "", "", False),
-    32: (8, 1, 1, 1, "", "", False),
-    48: (8, 1, 1, 1, "", "", False),
-    64: (8, 1, 1, 1, "", "", False),
+    1: (4, 1, 1, 1, "evict_first", "", False),
+    16: (4, 1, 1, 1, "evict_first", "", True),
 }
 _TABLE_KEYS = sorted(_LAUNCH_TABLE)
 _CFG_CACHE = {}
@@ -167,23 +169,23 @@ def _resolve_scale(scale):
 
 def launch(q, k, v, state, A_log, a, dt_bias, b, scale, output, new_state,
            BV, NCHUNK=1, num_warps=4, num_stages=1, load_evict="", store_cache="",
-           VB_FAST=False):
+           VB_FAST=False, store_evict=""):
     """Launch with an explicit configuration (used by the tuning script and tests)."""
     B = q.shape[0]
     nvb = V_DIM // (BV * NCHUNK)
     grid = (nvb, B * HV) if VB_FAST else (B * HV, nvb)
     _run(grid, BV, NCHUNK, num_warps, num_stages, load_evict, store_cache, VB_FAST,
-         q, k, v, state, A_log, a, dt_bias, b, scale, output, new_state)
+         q, k, v, state, A_log, a, dt_bias, b, scale, output, new_state, store_evict)
 
 
 def _run(grid, bv, nchunk, warps, stages, ev, sc, vbf, q, k, v, state, A_log, a, dt_bias, b, scale, output,
-         new_state):
+         new_state, sev=""):
     has_state = state is not None
     _gdn_decode_kernel[grid](
         q, k, v, state if has_state else new_state, A_log, a, dt_bias, b, output, new_state,
         _resolve_scale(scale),
         NUM_HV=HV, GROUP=HV // HK, K=K_DIM, V=V_DIM, BV=bv, NCHUNK=nchunk,
-        HAS_STATE=has_state, LOAD_EVICT=ev, STORE_CACHE=sc, VB_FAST=vbf,
+        HAS_STATE=has_state, LOAD_EVICT=ev, STORE_CACHE=sc, VB_FAST=vbf, STORE_EVICT=sev,
         num_warps=warps, num_stages=stages,
     )
 
