@@ -76,12 +76,12 @@ def load_rows(out_dirs, definitions):
 
 def _known_references(later, traces, extras):
     """Reference latencies per workload uuid, for traces whose own pass did not time one: the extras' records
-    of later passes first, then those the other solutions' traces hold (a reference latency belongs to the
+    of other passes first (timed after the pairs, or kept from an earlier pass), then those the other solutions' traces hold (a reference latency belongs to the
     workload and its inputs, not to a solution). Each says where it came from."""
     known = {}
     for e in later:
         if e.get("reference_latency_ms"):
-            known.setdefault(e["workload"], []).append(dict(e, source="later pass"))
+            known.setdefault(e["workload"], []).append(dict(e, source="another pass"))
     for _, tr in traces:
         p, e = tr.evaluation.performance, extras.get((tr.solution, tr.workload.uuid), {})
         if p and p.reference_latency_ms:
