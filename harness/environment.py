@@ -1,5 +1,6 @@
 """Provenance of a run: hardware, library versions, harness commit, timer, inputs."""
 import functools
+import hashlib
 import os
 import platform
 import subprocess
@@ -12,16 +13,20 @@ REPO = Path(__file__).resolve().parent.parent
 
 @functools.cache
 def harness_commit():
-    """The git commit of the harness; GDN_HARNESS_COMMIT names it where the tree has no .git (a copy)."""
+    """The git commit of the harness; GDN_HARNESS_COMMIT names it where the tree has no .git (a copy).
+
+    A tree with uncommitted changes to tracked files reads COMMIT-dirty.DIGEST, DIGEST being the first 12 hex
+    digits of the sha256 of `git diff --binary COMMIT`: a commit whose tree ran there gives the same digest for
+    `git diff --binary COMMIT THAT_COMMIT`, so the label still names what ran."""
     if os.environ.get("GDN_HARNESS_COMMIT"):
         return os.environ["GDN_HARNESS_COMMIT"]
     try:
         out = subprocess.run(["git", "-C", str(REPO), "rev-parse", "--short=12", "HEAD"], capture_output=True,
                              text=True, timeout=10)
         commit = out.stdout.strip() or "unknown"
-        dirty = subprocess.run(["git", "-C", str(REPO), "status", "--porcelain", "--untracked-files=no"],
-                               capture_output=True, text=True, timeout=10).stdout.strip()
-        return commit + ("-dirty" if dirty else "")
+        diff = subprocess.run(["git", "-C", str(REPO), "diff", "--binary", "HEAD"], capture_output=True,
+                              timeout=30).stdout
+        return commit + (f"-dirty.{hashlib.sha256(diff).hexdigest()[:12]}" if diff else "")
     except (OSError, subprocess.SubprocessError):
         return "unknown"
 
