@@ -568,8 +568,8 @@ def _chain(pid_v, pid_nh, q_ptr, k_ptr, v_ptr, s_ptr, alog_ptr, a_ptr, dtb_ptr, 
 
     s_off = _slice_off(n * NHV + h, v0, ALGO, BV, DK)
     H = _slice_init(v0, BV, ALGO, BV, DK)
-    if HAS_STATE:
-        H = tl.load(s_ptr + s_off)
+    if HAS_STATE:   # read once: its L2 lines go first (the prep's workspace, read next, stays)
+        H = tl.load(s_ptr + s_off, eviction_policy="evict_first")
 
     H = _walk(H, bos, eos, bos, eos, BV, n, h, hq, v0, vn, an, bn, q_ptr, k_ptr, v_ptr, a_ptr, b_ptr, o_ptr,
               ws_ptr, wp_ptr, alog, dtb, scale, True, False, PF, ALGO, WS_P, C, BV, SB, LOG2NB, SCAN, PREC_QK,
@@ -755,7 +755,7 @@ def _gdn_seg_kernel(
             H = _slice_init(v0, vcols, ALGO, BV, DK)
             if HAS_STATE:
                 if j == 0:
-                    H = tl.load(s_ptr + s_off)
+                    H = tl.load(s_ptr + s_off, eviction_policy="evict_first")
             if j > 0:
                 H = _walk(H, cs, ce, bos, eos, vcols, n, h, hq, v0, vn, an, bn, q_ptr, k_ptr, v_ptr, a_ptr,
                           b_ptr, o_ptr, ws_ptr, wp_ptr, alog, dtb, scale, False, True, PF, ALGO, WS_P, C, BV, SB,
