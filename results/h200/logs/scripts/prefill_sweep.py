@@ -293,9 +293,9 @@ ROUNDS["r24"] = [  # (at the commit that added cfg "seg_bv") round 23 lost by ma
           for s, bv in ((3, 16), (3, 32), (4, 32), (5, 32), (6, 32))],
     )],
 ]
-ROUNDS["r25"] = [  # (OLD_KERNEL = e5c5179's kernel.py) the state slice loaded with the L2 hint evict_first (it is read
-                   # once; the decode kernel gained from the same hint) against e5c5179's plain load; all 100 calls,
-                   # three times, interleaved
+ROUNDS["r25"] = [  # (at 4256b0a, OLD_KERNEL = e5c5179's kernel.py; not adopted) the state slice loaded with the
+                   # L2 hint evict_first (it is read once; the decode kernel gained from the same hint) against
+                   # e5c5179's plain load; all 100 calls, three times, interleaved
     *[c for sfx in ("-a", "-b", "-c") for c in (
         ("table" + sfx, lambda w: K._pick(w["T"], w["N"]), None, 0, BIG),
         ("old-table" + sfx, lambda w: K_OLD._pick(w["T"], w["N"]), None, 0, BIG),

@@ -568,8 +568,8 @@ def _chain(pid_v, pid_nh, q_ptr, k_ptr, v_ptr, s_ptr, alog_ptr, a_ptr, dtb_ptr, 
 
     s_off = _slice_off(n * NHV + h, v0, ALGO, BV, DK)
     H = _slice_init(v0, BV, ALGO, BV, DK)
-    if HAS_STATE:   # read once: its L2 lines go first (the prep's workspace, read next, stays)
-        H = tl.load(s_ptr + s_off, eviction_policy="evict_first")
+    if HAS_STATE:
+        H = tl.load(s_ptr + s_off)
 
     H = _walk(H, bos, eos, bos, eos, BV, n, h, hq, v0, vn, an, bn, q_ptr, k_ptr, v_ptr, a_ptr, b_ptr, o_ptr,
               ws_ptr, wp_ptr, alog, dtb, scale, True, False, PF, ALGO, WS_P, C, BV, SB, LOG2NB, SCAN, PREC_QK,
@@ -755,7 +755,7 @@ def _gdn_seg_kernel(
             H = _slice_init(v0, vcols, ALGO, BV, DK)
             if HAS_STATE:
                 if j == 0:
-                    H = tl.load(s_ptr + s_off, eviction_policy="evict_first")
+                    H = tl.load(s_ptr + s_off)
             if j > 0:
                 H = _walk(H, cs, ce, bos, eos, vcols, n, h, hq, v0, vn, an, bn, q_ptr, k_ptr, v_ptr, a_ptr,
                           b_ptr, o_ptr, ws_ptr, wp_ptr, alog, dtb, scale, False, True, PF, ALGO, WS_P, C, BV, SB,
@@ -1050,6 +1050,10 @@ def _gdn_fused_kernel(
 # launch carries the PDL attribute and waits for the prep grid after loading its state slice): T = 8192 166.2 ->
 # 170.7 us, T < 8192 146.6 -> 171.5; 8 prep warps 215.4 / 166.7; both 215.9 / 191.7. None adopted; the knob was
 # removed.
+# Round 25 (logs/prefill_sweep_r25.json, at 4256b0a, all 100 calls, three times each, interleaved): the state slice
+# loaded with the L2 hint evict_first (it won 1-3 % in decode, whose state is the whole traffic) against this
+# kernel's plain load: 49.55 against 49.62 us mean (-0.07, faster on 63 of 100; T = 8192 141.0 against 141.4):
+# within noise, not adopted.
 # B200 (148 SMs, sm_100a): UNMEASURED. The thresholds (16, 32, 64, 180, 1400, 3000 tokens, N = 1/2/3/4/15), the
 # V splits and the segment count (3: its first launch has 24 CTAs per head and sequence, 192 for one sequence,
 # within the 264 that fit at once on 132 SMs; 148 SMs fit 296) come from H200 timings only; every entry is correct on any GPU (same code, mma.sync path),
