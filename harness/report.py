@@ -76,8 +76,9 @@ def load_rows(out_dirs, definitions):
 
 def _known_references(later, traces, extras):
     """Reference latencies per workload uuid, for traces whose own pass did not time one: the extras' records
-    of other passes first (timed after the pairs, or kept from an earlier pass), then those the other solutions' traces hold (a reference latency belongs to the
-    workload and its inputs, not to a solution). Each says where it came from."""
+    of other passes first (timed after the pairs, or kept from an earlier pass), then those the other solutions'
+    traces hold (a reference latency belongs to the workload and its inputs, not to a solution). Each says where
+    it came from."""
     known = {}
     for e in later:
         if e.get("reference_latency_ms"):

@@ -6,7 +6,8 @@ from harness import environment
 
 
 def _git(repo, *args):
-    return subprocess.run(["git", "-C", str(repo), *args], check=True, capture_output=True).stdout
+    return subprocess.run(["git", "-C", str(repo), "-c", "commit.gpgsign=false", *args], check=True,
+                          capture_output=True).stdout
 
 
 def _label(monkeypatch, repo):
