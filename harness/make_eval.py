@@ -6,6 +6,7 @@ with what is importable and names the rest. Without a GPU it says so and does no
 import argparse
 import importlib.util
 import re
+import shutil
 import subprocess
 import sys
 import time
@@ -135,7 +136,6 @@ def main(argv=None):
     slug = gpu_slug(torch.cuda.get_device_name())
     out = Path(args.out or RESULTS_ROOT / slug)
     if args.bench:
-        import shutil
         if args.out and Path(args.out).exists() and any(Path(args.out).iterdir()):
             print(f"error: --bench needs a fresh folder; {args.out} is not empty (the default .cache/bench/<gpu>/ is "
                   "emptied by every benchmark)")
@@ -143,10 +143,17 @@ def main(argv=None):
         out = Path(args.out or CACHE_ROOT / "bench" / slug)
         shutil.rmtree(out, ignore_errors=True)
         out.mkdir(parents=True)
-        cached = RESULTS_ROOT / slug / "reference_latency.json"
-        if cached.exists():
-            shutil.copy(cached, out / "reference_latency.json")
-        print(f"harness benchmark -> {out}/ (reference latencies from {cached if cached.exists() else 'nowhere'}; "
+    # A folder other than results/<gpu>/ starts from that folder's reference latencies (keyed by GPU, definition,
+    # workload, input digest, timer and settings, so only matching ones are used): timing them again costs ~40
+    # minutes of prefill references, and --reference-budget 0 would leave them out.
+    cached = RESULTS_ROOT / slug / "reference_latency.json"
+    seeded = cached.exists() and out.resolve() != cached.parent.resolve() \
+        and not (out / "reference_latency.json").exists()
+    if seeded:
+        out.mkdir(parents=True, exist_ok=True)
+        shutil.copy(cached, out / "reference_latency.json")
+    if args.bench:
+        print(f"harness benchmark -> {out}/ (reference latencies from {cached if seeded else 'nowhere'}; "
               f"target: under {BENCH_TARGET_S} s)")
     print(f"make eval on {torch.cuda.get_device_name()} -> {out}/ (timer: {timer})")
     for d in DEVIATIONS:
@@ -160,6 +167,7 @@ def main(argv=None):
         print("  deliberate difference: each solution runs in one persistent child (restarted after a crash), not "
               "a fresh process per pair; --isolation process for the official mode")
     print(f"  reference latencies are cached in {out / 'reference_latency.json'}"
+          + (f" (started from {cached})" if seeded and not args.bench else "")
           + (f"; uncached ones are timed for at most {args.reference_budget:g} s" if args.reference_budget is not None
              else "; timing the uncached ones has no cap (the prefill reference under CUPTI took ~40 min for all "
                   "100 workloads on an H200): --reference-budget SECONDS caps it, --gpus N spreads it"))

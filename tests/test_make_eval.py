@@ -124,6 +124,29 @@ def test_bench_is_a_fresh_full_run_with_cached_reference_latencies(recorded, tmp
     assert "within the 600 s target" in capsys.readouterr().out
 
 
+def test_another_folder_starts_from_the_results_reference_latencies(recorded, tmp_path, monkeypatch, capsys):
+    """A pass into a fresh folder reuses results/<gpu>/reference_latency.json (a copy: the results stay as they
+    are); a folder with a cache of its own keeps it."""
+    results = tmp_path / "results"
+    monkeypatch.setattr(make_eval, "RESULTS_ROOT", results)
+    (results / "h200").mkdir(parents=True)
+    (results / "h200" / "reference_latency.json").write_text('{"k": 2.5}')
+    fresh = tmp_path / "fresh" / "pass"
+    assert make_eval.main(["--out", str(fresh), "--no-report", "--definitions", "gdn_decode_qk4_v8_d128_k_last"]) == 0
+    assert json.loads((fresh / "reference_latency.json").read_text()) == {"k": 2.5}
+    assert recorded[-1][3].reference_cache == fresh / "reference_latency.json"
+    assert f"(started from {results / 'h200' / 'reference_latency.json'})" in capsys.readouterr().out
+
+    own = tmp_path / "own"
+    own.mkdir()
+    (own / "reference_latency.json").write_text('{"mine": 1.0}')
+    assert make_eval.main(["--out", str(own), "--no-report", "--definitions", "gdn_decode_qk4_v8_d128_k_last"]) == 0
+    assert json.loads((own / "reference_latency.json").read_text()) == {"mine": 1.0}
+    assert "started from" not in capsys.readouterr().out
+    assert make_eval.main(["--no-report", "--definitions", "gdn_decode_qk4_v8_d128_k_last"]) == 0   # results/h200
+    assert json.loads((results / "h200" / "reference_latency.json").read_text()) == {"k": 2.5}
+
+
 def test_bench_refuses_a_folder_that_holds_something(recorded, tmp_path, capsys):
     (tmp_path / "results.txt").write_text("someone's results")
     assert make_eval.main(["--bench", "--out", str(tmp_path)]) == 2
