@@ -149,9 +149,11 @@ def main(argv=None):
     cached = RESULTS_ROOT / slug / "reference_latency.json"
     seeded = cached.exists() and out.resolve() != cached.parent.resolve() \
         and not (out / "reference_latency.json").exists()
-    if seeded:
+    if seeded:      # copied whole or not at all
         out.mkdir(parents=True, exist_ok=True)
-        shutil.copy(cached, out / "reference_latency.json")
+        part = out / "reference_latency.json.part"
+        shutil.copy(cached, part)
+        part.replace(out / "reference_latency.json")
     if args.bench:
         print(f"harness benchmark -> {out}/ (reference latencies from {cached if seeded else 'nowhere'}; "
               f"target: under {BENCH_TARGET_S} s)")

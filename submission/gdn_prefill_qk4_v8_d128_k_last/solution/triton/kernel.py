@@ -1056,8 +1056,8 @@ def _gdn_fused_kernel(
 # within noise, not adopted.
 # B200 (148 SMs, sm_100a): UNMEASURED. The thresholds (16, 32, 64, 180, 1400, 3000 tokens, N = 1/2/3/4/15), the
 # V splits and the segment count (3: its first launch has 24 CTAs per head and sequence, 192 for one sequence,
-# within the 264 that fit at once on 132 SMs; 148 SMs fit 296) come from H200 timings only; every entry is correct on any GPU (same code, mma.sync path),
-# with one difference: the prep of the two-launch rows and of the fused rows up to 1400 tokens is wgmma on
+# within the 264 that fit at once on 132 SMs; 148 SMs fit 296) come from H200 timings only; every entry is
+# correct on any GPU (same code, mma.sync path), with one difference: the prep of the two-launch rows and of the fused rows up to 1400 tokens is wgmma on
 # the H200 and mma.sync on a B200 (MMAv5 stays off); those mma.sync builds of the split prep passed their
 # GPU tests on the H200 (test_gpu_prep_variants, test_gpu_fused_prep_knobs).
 _ONE_LAUNCH_CFG = dict(C=32, BV=32, SB=16, num_warps=4, num_stages=2, prefetch=True)
