@@ -301,7 +301,31 @@ ROUNDS["r25"] = [  # (at 4256b0a, OLD_KERNEL = e5c5179's kernel.py; not adopted)
         ("old-table" + sfx, lambda w: K_OLD._pick(w["T"], w["N"]), None, 0, BIG),
     )],
 ]
-CANDS = ROUNDS[os.environ.get("ROUND", "r25")]
+_F16 = dict(f16=True)
+
+
+def _f16_n16(change):
+    """The table with "f16" on every workspace row, the N >= 16 row (T >= 3000) changed by `change`."""
+    def cfg(w):
+        c = K._pick(w["T"], w["N"])
+        return dict(c, f16=True, **change) if c.get("ws") and not c.get("fused") and w["N"] >= 16 else None
+    return cfg
+
+
+ROUNDS["r26"] = [  # (at the commit that added cfg "f16") every dot after K K^T and Q K^T on fp16 operands, Tm and P
+                   # stored in fp16 and the chain reading fp16 copies of k and q that the prep writes (offline sm_90:
+                   # chain loop 1261 -> 817 instructions per warp per step at BV32, 208 -> 128 HMMA, no spills);
+                   # twice each, interleaved; then the N >= 16 row's slice width and register cap under f16
+    *[c for sfx in ("-a", "-b") for c in (
+        ("table" + sfx, lambda w: K._pick(w["T"], w["N"]), None, 0, BIG),
+        ("f16" + sfx, _with(_F16, _WS), None, 0, BIG),
+    )],
+    ("f16-bv64w8", _f16_n16(dict(BV=64, num_warps=8)), None, 3000, BIG),
+    ("f16-bv16", _f16_n16(dict(BV=16)), None, 3000, BIG),
+    ("f16-r168", _f16_n16(dict(maxnreg=168)), None, 3000, BIG),
+    ("f16-3st", _f16_n16(dict(num_stages=3)), None, 3000, BIG),
+]
+CANDS = ROUNDS[os.environ.get("ROUND", "r26")]
 if os.environ.get("CANDS"):
     CANDS = [c for c in CANDS if c[0] in os.environ["CANDS"].split(",")]
 

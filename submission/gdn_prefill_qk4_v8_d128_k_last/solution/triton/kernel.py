@@ -88,6 +88,7 @@ P_IEEE = 2      # exact fp32 (interpreter)
 P_TF32X3 = 3
 P_BF16X2 = 4    # a is exact in bf16 (k, q); b fp32 split into bf16 hi + lo: two bf16 dots
 P_BF16X2A = 5   # the mirror: a fp32 split into bf16 hi + lo, b exact in bf16 (transposed chain)
+P_FP16 = 6      # both operands fp16 (cfg "f16": the chain's dots; 11-bit significand, range +-65504)
 
 
 # --------------------------------------------------------------------------------------------
@@ -117,6 +118,8 @@ def _mm(a, b, PREC: tl.constexpr):
         b16 = b.to(tl.bfloat16)
         a_hi, a_lo = _bf16_split(a)
         out = tl.dot(a_lo, b16, acc=tl.dot(a_hi, b16, out_dtype=tl.float32), out_dtype=tl.float32)
+    elif PREC == 6:
+        out = tl.dot(a.to(tl.float16), b.to(tl.float16), out_dtype=tl.float32)
     else:
         out = tl.dot(a.to(tl.float32), b.to(tl.float32), input_precision="ieee")
     return out
@@ -313,10 +316,32 @@ def _vo_tile(tok, valid, h, v0, ALGO: tl.constexpr, BV: tl.constexpr, NHV: tl.co
 
 
 @triton.jit
-def _ws_off(c0, bos, n, h, C: tl.constexpr, NHV: tl.constexpr):
-    """Offsets of the workspace tile (Tm, P) of the chunk at c0 of sequence n (slots: _prep_slot)."""
+def _ws_off(slot, h, C: tl.constexpr, NHV: tl.constexpr):
+    """Offsets of the Tm tile of workspace slot `slot`, head h (and of P without cfg "f16")."""
     r = tl.arange(0, C)
-    return ((bos // C + n + (c0 - bos) // C) * NHV + h) * (C * C) + r[:, None] * C + r[None, :]
+    return (slot * NHV + h) * (C * C) + r[:, None] * C + r[None, :]
+
+
+@triton.jit
+def _wp_off(slot, h, F16: tl.constexpr, C: tl.constexpr, NHV: tl.constexpr, NHK: tl.constexpr, DK: tl.constexpr):
+    """Offsets of the P tile of workspace slot `slot`, head h. With F16 (cfg "f16") a slot of the P workspace
+    holds the P tiles of the NHV heads, then fp16 copies of the chunk's k and q of the NHK q/k heads (_kq_off)."""
+    r = tl.arange(0, C)
+    tile = r[:, None] * C + r[None, :]
+    if F16:
+        out = slot * (NHV * C * C + 2 * NHK * C * DK) + h * (C * C) + tile
+    else:
+        out = _ws_off(slot, h, C, NHV)
+    return out
+
+
+@triton.jit
+def _kq_off(slot, hq, C: tl.constexpr, NHV: tl.constexpr, NHK: tl.constexpr, DK: tl.constexpr):
+    """cfg "f16": offsets of the fp16 copy of k of workspace slot `slot`, q/k head hq, in the P workspace (q's
+    copy follows at + C * DK); rows past the sequence's end hold 0, as the masked loads give."""
+    r = tl.arange(0, C)
+    kx = tl.arange(0, DK)
+    return slot * (NHV * C * C + 2 * NHK * C * DK) + NHV * C * C + hq * (2 * C * DK) + r[:, None] * DK + kx[None, :]
 
 
 @triton.jit
@@ -354,10 +379,19 @@ def _step(H, c0, bos, eos, n, h, hq, v0, q_ptr, k_ptr, v_ptr, a_ptr, b_ptr, o_pt
         tok = c0 + r
         valid = tok < eos
         qk_off = tok[:, None] * (NHK * DK) + hq * DK + kx[None, :]
+        # cfg "f16": the P workspace is fp16 and holds fp16 copies of k and q (the prep's), read instead
+        F16: tl.constexpr = wp_ptr.dtype.element_ty == tl.float16
+        slot = bos // C + n + (c0 - bos) // C
         q = 0.0
-        if OUT:
-            q = tl.load(q_ptr + qk_off, mask=valid[:, None], other=0.0)
-        k = tl.load(k_ptr + qk_off, mask=valid[:, None], other=0.0)
+        if F16:
+            kq = _kq_off(slot, hq, C, NHV, NHK, DK)
+            if OUT:
+                q = tl.load(wp_ptr + kq + C * DK)
+            k = tl.load(wp_ptr + kq)
+        else:
+            if OUT:
+                q = tl.load(q_ptr + qk_off, mask=valid[:, None], other=0.0)
+            k = tl.load(k_ptr + qk_off, mask=valid[:, None], other=0.0)
         vo_off, vo_mask = _vo_tile(tok, valid, h, v0, ALGO, BV, NHV, DK)
         if PF:
             v = vr.to(tl.float32)
@@ -370,12 +404,11 @@ def _step(H, c0, bos, eos, n, h, hq, v0, q_ptr, k_ptr, v_ptr, a_ptr, b_ptr, o_pt
             Tm = _chunk_tm(k, G, beta, C, SB, LOG2NB, PREC_QK, PREC_T)
             P = _chunk_p(q, k, G, C, PREC_QK)
         else:
-            w_off = _ws_off(c0, bos, n, h, C, NHV)
-            Tm = tl.load(ws_ptr + w_off)
+            Tm = tl.load(ws_ptr + _ws_off(slot, h, C, NHV))
             P = 0.0
             if OUT:
                 if WS_P:
-                    P = tl.load(wp_ptr + w_off).to(tl.float32)
+                    P = tl.load(wp_ptr + _wp_off(slot, h, F16, C, NHV, NHK, DK)).to(tl.float32)
                 else:
                     P = _chunk_p(q, k, G, C, PREC_QK)
         if ALGO == 3:
@@ -606,18 +639,24 @@ def _prep_slot(slot, h, q_ptr, k_ptr, alog_ptr, a_ptr, dtb_ptr, b_ptr, cu_ptr, w
         tok = c0 + r
         valid = tok < eos
         qk_off = tok[:, None] * (NHK * DK) + hq * DK + kx[None, :]
-        w_off = (slot * NHV + h) * (C * C) + r[:, None] * C + r[None, :]
+        F16: tl.constexpr = wp_ptr.dtype.element_ty == tl.float16      # cfg "f16" (_wp_off)
         if DO_TM:
             k = tl.load(k_ptr + qk_off, mask=valid[:, None], other=0.0)
             lg, beta = _chunk_gates(a_ptr, b_ptr, tok, valid, h, alog, dtb, NHV)
             Tm = _chunk_tm(k, _cumsum(lg, C, SCAN), beta, C, SB, LOG2NB, PREC_QK, PREC_T)
-            tl.store(ws_ptr + w_off, Tm)
+            tl.store(ws_ptr + _ws_off(slot, h, C, NHV), Tm.to(ws_ptr.dtype.element_ty))
+            if F16:
+                if h % (NHV // NHK) == 0:   # one copy per q/k head
+                    tl.store(wp_ptr + _kq_off(slot, hq, C, NHV, NHK, DK), k.to(tl.float16))
         if WS_P:
             k = tl.load(k_ptr + qk_off, mask=valid[:, None], other=0.0)
             lg, beta = _chunk_gates(a_ptr, b_ptr, tok, valid, h, alog, dtb, NHV)
             q = tl.load(q_ptr + qk_off, mask=valid[:, None], other=0.0)
             P = _chunk_p(q, k, _cumsum(lg, C, SCAN), C, PREC_QK)
-            tl.store(wp_ptr + w_off, P.to(wp_ptr.dtype.element_ty))
+            tl.store(wp_ptr + _wp_off(slot, h, F16, C, NHV, NHK, DK), P.to(wp_ptr.dtype.element_ty))
+            if F16:
+                if h % (NHV // NHK) == 0:
+                    tl.store(wp_ptr + _kq_off(slot, hq, C, NHV, NHK, DK) + C * DK, q.to(tl.float16))
 
 
 # --------------------------------------------------------------------------------------------
@@ -1187,13 +1226,20 @@ def _launch(algo, q, k, v, state, A_log, a, dt_bias, b, cu_seqlens, scale, outpu
     s_arg = state if has_state else new_state
     use_ws = algo == ALGO_CHUNK and cfg.get("ws", False)
     ws_p = use_ws and cfg.get("ws_p", False)
+    f16 = ws_p and cfg.get("f16", False)
     ws = new_state  # dummy pointers when unused
     wp = output
     if use_ws:
         nslot = T // C + N + 1
-        ws = _workspace("tm", nslot * HV * C * C, torch.float32, q.device)
-        if ws_p:
-            wp = _workspace("p", nslot * HV * C * C, torch.bfloat16, q.device)
+        if f16:     # Tm and P in fp16, and the chunks' k and q as fp16 copies beside P (_wp_off)
+            ws = _workspace("tm16", nslot * HV * C * C, torch.float16, q.device)
+            wp = _workspace("p16", nslot * (HV * C * C + 2 * HK * C * D), torch.float16, q.device)
+            if on_gpu:      # every dot but K K^T and Q K^T (exact bf16 inputs) on fp16 operands
+                p = dict(p, PREC_T=P_FP16, PREC_S=P_FP16, PREC_Q=P_FP16, PREC_O=P_FP16)
+        else:
+            ws = _workspace("tm", nslot * HV * C * C, torch.float32, q.device)
+            if ws_p:
+                wp = _workspace("p", nslot * HV * C * C, torch.bfloat16, q.device)
     np2 = max(2, triton.next_power_of_2(N))
     lpt = cfg.get("lpt", N >= _LPT_MIN_N)
     chain_opts = dict(num_warps=cfg.get("num_warps", 4), num_stages=cfg.get("num_stages", 2))
