@@ -18,7 +18,7 @@ for name, cu in SHAPES.items():
     inp = make_inputs(cu, seed=5)
     o = torch.empty(cu[-1], 8, 128, dtype=torch.bfloat16, device="cuda")
     ns = torch.empty_like(inp[3])
-    cfg = K._pick(cu[-1], len(cu) - 1)
+    cfg = dict(K._pick(cu[-1], len(cu) - 1), **json.loads(os.environ.get("EXTRA", "{}")))   # EXTRA: cfg changes
     call = lambda: K._launch(K.ALGO_CHUNK, *inp, 0.0, o, ns, cfg=cfg)   # noqa: E731
     call(); torch.cuda.synchronize()
     with profile(activities=[ProfilerActivity.CUDA]) as p:
@@ -35,4 +35,5 @@ for name, cu in SHAPES.items():
                chain_us=med([sum(e.time_range.elapsed_us() for e in c if "prep" not in e.name) for c in calls]),
                span_us=med([c[-1].time_range.end - c[0].time_range.start for c in calls]))
     rows.append(row); print(row, flush=True)
-json.dump(rows, open(os.path.join(os.environ.get("OUT", "/tmp"), "prefill_diag3.json"), "w"), indent=1)
+json.dump(rows, open(os.path.join(os.environ.get("OUT", "/tmp"), os.environ.get("NAME", "prefill_diag3") + ".json"), "w"),
+          indent=1)

@@ -325,7 +325,29 @@ ROUNDS["r26"] = [  # (at the commit that added cfg "f16") every dot after K K^T 
     ("f16-r168", _f16_n16(dict(maxnreg=168)), None, 3000, BIG),
     ("f16-3st", _f16_n16(dict(num_stages=3)), None, 3000, BIG),
 ]
-CANDS = ROUNDS[os.environ.get("ROUND", "r26")]
+def _f16_rows(change, nmin, nmax):
+    """The table with "f16" on the two-launch rows (T >= 3000) of nmin <= N <= nmax, changed by `change`."""
+    def cfg(w):
+        c = K._pick(w["T"], w["N"])
+        ok = c.get("ws") and not c.get("fused") and not c.get("segs") and nmin <= w["N"] <= nmax
+        return dict(c, f16=True, **change) if ok else None
+    return cfg
+
+
+ROUNDS["r27"] = [  # (OLD_KERNEL = the r26 kernel, dcb0d98) cfg "f16" with the gates read from the prep's gate block
+                   # (offline sm_90, BV32 3 stages: 838 -> 661 instructions per warp per step, 19 -> 10 barriers)
+                   # against r26's f16, on the workspace rows, twice each, interleaved; then 3 stages on the
+                   # two-launch rows
+    *[c for sfx in ("-a", "-b") for c in (
+        ("f16g" + sfx, _with(_F16, _WS), None, 0, BIG),
+        ("old-f16" + sfx, _with(_F16, _WS), None, 0, BIG),
+    )],
+    ("f16g-3st-n16", _f16_rows(dict(num_stages=3), 16, BIG), None, 3000, BIG),
+    ("f16g-3st-n5", _f16_rows(dict(num_stages=3), 5, 15), None, 3000, BIG),
+    ("f16g-3st-n16-b", _f16_rows(dict(num_stages=3), 16, BIG), None, 3000, BIG),
+    ("f16g-bv64w8-n16", _f16_rows(dict(BV=64, num_warps=8, num_stages=3), 16, BIG), None, 3000, BIG),
+]
+CANDS = ROUNDS[os.environ.get("ROUND", "r27")]
 if os.environ.get("CANDS"):
     CANDS = [c for c in CANDS if c[0] in os.environ["CANDS"].split(",")]
 

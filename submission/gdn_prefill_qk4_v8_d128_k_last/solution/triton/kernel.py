@@ -219,11 +219,18 @@ def _chunk_p(q, k, G, C: tl.constexpr, PREC_QK: tl.constexpr):
 
 
 @triton.jit
-def _chunk_apply(H, Tm, P, q, k, v, G, beta, scale, PREC_T: tl.constexpr, PREC_S: tl.constexpr,
+def _gate_vectors(G):
+    """gamma = exp(G), the decay to the chunk end exp(G_C - G) and exp(G_C) of a chunk's cumulative log gates (G_C:
+    G at the chunk end, its minimum: G is non-increasing and masked rows add 0)."""
+    gC = tl.min(G, axis=0)
+    return tl.exp(G), tl.exp(gC - G), tl.exp(gC)
+
+
+@triton.jit
+def _chunk_apply(H, Tm, P, q, k, v, gam, beta, dec, egC, scale, PREC_T: tl.constexpr, PREC_S: tl.constexpr,
                  PREC_Q: tl.constexpr, PREC_O: tl.constexpr, OUT: tl.constexpr):
-    """Given Tm and P of the chunk: output tile O [C, BV] (0 unless OUT) and the state after the chunk."""
-    gC = tl.min(G, axis=0)              # G at the chunk end (G is non-increasing, masked rows add 0)
-    gam = tl.exp(G)
+    """Given Tm and P of the chunk and its gates (_gate_vectors): output tile O [C, BV] (0 unless OUT) and the
+    state after the chunk."""
     KH = _mm(k, H, PREC_S)                                           # [C, BV]
     O = 0.0
     if OUT:
@@ -232,21 +239,19 @@ def _chunk_apply(H, Tm, P, q, k, v, G, beta, scale, PREC_T: tl.constexpr, PREC_S
     X = _mm(Tm, R, PREC_T)                                           # new values, [C, BV]
     if OUT:
         O = scale * (gam[:, None] * QH + _mm(P, X, PREC_O))
-    Xd = X * tl.exp(gC - G)[:, None]                                 # decay to the chunk end
-    H = tl.exp(gC) * H + _mm(tl.trans(k), Xd, PREC_S)
+    Xd = X * dec[:, None]                                            # decay to the chunk end
+    H = egC * H + _mm(tl.trans(k), Xd, PREC_S)
     return O, H
 
 
 @triton.jit
-def _chunk_apply_t(Ht, Tm, P, q, k, vt, G, beta, scale, PREC_T: tl.constexpr,
+def _chunk_apply_t(Ht, Tm, P, q, k, vt, gam, beta, dec, egC, scale, PREC_T: tl.constexpr,
                    PREC_S: tl.constexpr, PREC_Q: tl.constexpr, PREC_O: tl.constexpr, OUT: tl.constexpr):
     """_chunk_apply transposed (ALGO_CHUNK_WS_T): the state slice as Ht = S[v0:v0+BV, :] ([BV, K])
     and the value-side tiles as [BV, C], so every tensor-core result feeds the next dot as its
     left operand. Offline (ptxas sm_90) its chain loop has 9-30 % fewer instructions per step and
     fewer spills than ALGO_CHUNK_WS at the same BV (H200: rounds 9-11 beside the launch table)."""
     PS: tl.constexpr = 5 if PREC_S == 4 else PREC_S     # P_BF16X2 -> P_BF16X2A: split the left operand
-    gC = tl.min(G, axis=0)
-    gam = tl.exp(G)
     KHt = _mm(Ht, tl.trans(k), PS)                                   # [BV, C]
     Ot = 0.0
     if OUT:
@@ -255,8 +260,8 @@ def _chunk_apply_t(Ht, Tm, P, q, k, vt, G, beta, scale, PREC_T: tl.constexpr,
     Xt = _mm(Rt, tl.trans(Tm), PREC_T)                               # new values, [BV, C]
     if OUT:
         Ot = scale * (gam[None, :] * QHt + _mm(Xt, tl.trans(P), PREC_O))
-    Xdt = Xt * tl.exp(gC - G)[None, :]                               # decay to the chunk end
-    Ht = tl.exp(gC) * Ht + _mm(Xdt, k, PS)
+    Xdt = Xt * dec[None, :]                                          # decay to the chunk end
+    Ht = egC * Ht + _mm(Xdt, k, PS)
     return Ot, Ht
 
 
@@ -325,14 +330,22 @@ def _ws_off(slot, h, C: tl.constexpr, NHV: tl.constexpr):
 @triton.jit
 def _wp_off(slot, h, F16: tl.constexpr, C: tl.constexpr, NHV: tl.constexpr, NHK: tl.constexpr, DK: tl.constexpr):
     """Offsets of the P tile of workspace slot `slot`, head h. With F16 (cfg "f16") a slot of the P workspace
-    holds the P tiles of the NHV heads, then fp16 copies of the chunk's k and q of the NHK q/k heads (_kq_off)."""
+    holds the P tiles of the NHV heads, then fp16 copies of the chunk's k and q of the NHK q/k heads (_kq_off),
+    then the fp32 gate vectors of the NHV heads (_g_off)."""
     r = tl.arange(0, C)
     tile = r[:, None] * C + r[None, :]
     if F16:
-        out = slot * (NHV * C * C + 2 * NHK * C * DK) + h * (C * C) + tile
+        out = slot * (NHV * C * C + 2 * NHK * C * DK + 6 * NHV * C) + h * (C * C) + tile
     else:
         out = _ws_off(slot, h, C, NHV)
     return out
+
+
+@triton.jit
+def _g_off(slot, h, C: tl.constexpr, NHV: tl.constexpr, NHK: tl.constexpr, DK: tl.constexpr):
+    """cfg "f16": fp32-element offset of the gate block of workspace slot `slot`, head h, after the k and q copies
+    in the P workspace: gamma, beta and the decay to the chunk end (_gate_vectors) of the chunk's C rows."""
+    return (slot * (NHV * C * C + 2 * NHK * C * DK + 6 * NHV * C) + NHV * C * C + 2 * NHK * C * DK) // 2 + h * (3 * C)
 
 
 @triton.jit
@@ -341,21 +354,29 @@ def _kq_off(slot, hq, C: tl.constexpr, NHV: tl.constexpr, NHK: tl.constexpr, DK:
     copy follows at + C * DK); rows past the sequence's end hold 0, as the masked loads give."""
     r = tl.arange(0, C)
     kx = tl.arange(0, DK)
-    return slot * (NHV * C * C + 2 * NHK * C * DK) + NHV * C * C + hq * (2 * C * DK) + r[:, None] * DK + kx[None, :]
+    return slot * (NHV * C * C + 2 * NHK * C * DK + 6 * NHV * C) + NHV * C * C + hq * (2 * C * DK) + r[:, None] * DK + kx[None, :]
 
 
 @triton.jit
-def _chunk_in(c0, eos, vcols, h, v0, v_ptr, a_ptr, b_ptr, MIX: tl.constexpr, ALGO: tl.constexpr,
-              C: tl.constexpr, BV: tl.constexpr, NHV: tl.constexpr, DK: tl.constexpr):
-    """A chunk's loads that feed no dot (v, a, b; as stored), issued a step early with cfg "prefetch".
-    With MIX the slice's columns from vcols on read v = 0 (a segment transition's columns: _gdn_seg_kernel)."""
-    tok = c0 + tl.arange(0, C)
+def _chunk_in(c0, bos, eos, n, vcols, h, v0, v_ptr, a_ptr, b_ptr, wp_ptr, MIX: tl.constexpr, ALGO: tl.constexpr,
+              C: tl.constexpr, BV: tl.constexpr, NHV: tl.constexpr, NHK: tl.constexpr, DK: tl.constexpr):
+    """A chunk's loads that feed no dot (v, and a and b as stored, or with cfg "f16" gamma and beta from the
+    prep's gate block), issued a step early with cfg "prefetch". With MIX the slice's columns from vcols on read
+    v = 0 (a segment transition's columns: _gdn_seg_kernel)."""
+    r = tl.arange(0, C)
+    tok = c0 + r
     valid = tok < eos
     vo_off, vo_mask = _vo_tile(tok, valid, h, v0, ALGO, BV, NHV, DK)
     if MIX:
         vo_mask = vo_mask & _slice_cols(vcols, ALGO, BV)
     v = tl.load(v_ptr + vo_off, mask=vo_mask, other=0.0)
-    a, b = _chunk_ab(a_ptr, b_ptr, tok, valid, h, NHV)
+    if wp_ptr.dtype.element_ty == tl.float16:
+        inside = (c0 + 0 * r) < eos     # a chunk past the sequence's end has no slot
+        gp = wp_ptr.to(tl.pointer_type(tl.float32)) + _g_off(bos // C + n + (c0 - bos) // C, h, C, NHV, NHK, DK)
+        a = tl.load(gp + r, mask=inside, other=0.0)
+        b = tl.load(gp + C + r, mask=inside, other=0.0)
+    else:
+        a, b = _chunk_ab(a_ptr, b_ptr, tok, valid, h, NHV)
     return v, a, b
 
 
@@ -395,11 +416,26 @@ def _step(H, c0, bos, eos, n, h, hq, v0, q_ptr, k_ptr, v_ptr, a_ptr, b_ptr, o_pt
         vo_off, vo_mask = _vo_tile(tok, valid, h, v0, ALGO, BV, NHV, DK)
         if PF:
             v = vr.to(tl.float32)
-            lg, beta = _gates_of(ar, br, valid, alog, dtb)
         else:
             v = tl.load(v_ptr + vo_off, mask=vo_mask, other=0.0).to(tl.float32)
-            lg, beta = _chunk_gates(a_ptr, b_ptr, tok, valid, h, alog, dtb, NHV)
-        G = _cumsum(lg, C, SCAN)
+        G = 0.0
+        if F16:     # the gates from the prep's gate block (_g_off)
+            gp = wp_ptr.to(tl.pointer_type(tl.float32)) + _g_off(slot, h, C, NHV, NHK, DK)
+            if PF:
+                gam = ar
+                beta = br
+            else:
+                gam = tl.load(gp + r)
+                beta = tl.load(gp + C + r)
+            dec = tl.load(gp + 2 * C + r)
+            egC = tl.load(gp + C - 1)       # gamma of the last row
+        else:
+            if PF:
+                lg, beta = _gates_of(ar, br, valid, alog, dtb)
+            else:
+                lg, beta = _chunk_gates(a_ptr, b_ptr, tok, valid, h, alog, dtb, NHV)
+            G = _cumsum(lg, C, SCAN)
+            gam, dec, egC = _gate_vectors(G)
         if ALGO == 0:
             Tm = _chunk_tm(k, G, beta, C, SB, LOG2NB, PREC_QK, PREC_T)
             P = _chunk_p(q, k, G, C, PREC_QK)
@@ -412,9 +448,9 @@ def _step(H, c0, bos, eos, n, h, hq, v0, q_ptr, k_ptr, v_ptr, a_ptr, b_ptr, o_pt
                 else:
                     P = _chunk_p(q, k, G, C, PREC_QK)
         if ALGO == 3:
-            O, H = _chunk_apply_t(H, Tm, P, q, k, v, G, beta, scale, PREC_T, PREC_S, PREC_Q, PREC_O, OUT)
+            O, H = _chunk_apply_t(H, Tm, P, q, k, v, gam, beta, dec, egC, scale, PREC_T, PREC_S, PREC_Q, PREC_O, OUT)
         else:
-            O, H = _chunk_apply(H, Tm, P, q, k, v, G, beta, scale, PREC_T, PREC_S, PREC_Q, PREC_O, OUT)
+            O, H = _chunk_apply(H, Tm, P, q, k, v, gam, beta, dec, egC, scale, PREC_T, PREC_S, PREC_Q, PREC_O, OUT)
         if OUT:
             tl.store(o_ptr + vo_off, O.to(o_ptr.dtype.element_ty), mask=vo_mask)
     return H
@@ -521,7 +557,8 @@ def _advance(H, c0, bos, eos, vcols, n, h, hq, v0, vn, an, bn, q_ptr, k_ptr, v_p
     ac = an
     bc = bn
     if PF:
-        vn, an, bn = _chunk_in(c0 + C, eos, vcols, h, v0, v_ptr, a_ptr, b_ptr, MIX, ALGO, C, BV, NHV, DK)
+        vn, an, bn = _chunk_in(c0 + C, bos, eos, n, vcols, h, v0, v_ptr, a_ptr, b_ptr, wp_ptr, MIX, ALGO, C, BV, NHV,
+                               NHK, DK)
     H = _step(H, c0, bos, eos, n, h, hq, v0, q_ptr, k_ptr, v_ptr, a_ptr, b_ptr, o_ptr, ws_ptr, wp_ptr, alog,
               dtb, scale, vc, ac, bc, OUT, PF, WS_P, ALGO, C, BV, SB, LOG2NB, SCAN, PREC_QK, PREC_T, PREC_S,
               PREC_Q, PREC_O, NHV, NHK, DK, INTERP)
@@ -590,14 +627,19 @@ def _chain(pid_v, pid_nh, q_ptr, k_ptr, v_ptr, s_ptr, alog_ptr, a_ptr, dtb_ptr, 
     vn = 0.0
     an = 0.0
     bn = 0.0
-    if PF:      # the first chunk's, before the waits and the state load
-        vn, an, bn = _chunk_in(bos, eos, BV, h, v0, v_ptr, a_ptr, b_ptr, False, ALGO, C, BV, NHV, DK)
+    F16: tl.constexpr = wp_ptr.dtype.element_ty == tl.float16      # cfg "f16": the gates come from the prep
+    if PF and not F16:      # the first chunk's, before the waits and the state load
+        vn, an, bn = _chunk_in(bos, bos, eos, n, BV, h, v0, v_ptr, a_ptr, b_ptr, wp_ptr, False, ALGO, C, BV, NHV, NHK,
+                               DK)
     alog = tl.load(alog_ptr + h).to(tl.float32)
     dtb = tl.load(dtb_ptr + h).to(tl.float32)
     if WAIT >= 1:
         _wait_chunks(sync_ptr, bos // C + n, (eos - bos + C - 1) // C, h, want, NHV)
     if WAIT == 2:
         _wait_chunks(sync_ptr + nprep, bos // C + n, (eos - bos + C - 1) // C, h, want, NHV)
+    if PF and F16:          # after the waits: the gate block is the prep's
+        vn, an, bn = _chunk_in(bos, bos, eos, n, BV, h, v0, v_ptr, a_ptr, b_ptr, wp_ptr, False, ALGO, C, BV, NHV, NHK,
+                               DK)
 
     s_off = _slice_off(n * NHV + h, v0, ALGO, BV, DK)
     H = _slice_init(v0, BV, ALGO, BV, DK)
@@ -643,11 +685,17 @@ def _prep_slot(slot, h, q_ptr, k_ptr, alog_ptr, a_ptr, dtb_ptr, b_ptr, cu_ptr, w
         if DO_TM:
             k = tl.load(k_ptr + qk_off, mask=valid[:, None], other=0.0)
             lg, beta = _chunk_gates(a_ptr, b_ptr, tok, valid, h, alog, dtb, NHV)
-            Tm = _chunk_tm(k, _cumsum(lg, C, SCAN), beta, C, SB, LOG2NB, PREC_QK, PREC_T)
+            G = _cumsum(lg, C, SCAN)
+            Tm = _chunk_tm(k, G, beta, C, SB, LOG2NB, PREC_QK, PREC_T)
             tl.store(ws_ptr + _ws_off(slot, h, C, NHV), Tm.to(ws_ptr.dtype.element_ty))
             if F16:
                 if h % (NHV // NHK) == 0:   # one copy per q/k head
                     tl.store(wp_ptr + _kq_off(slot, hq, C, NHV, NHK, DK), k.to(tl.float16))
+                gam, dec, egC = _gate_vectors(G)
+                gp = wp_ptr.to(tl.pointer_type(tl.float32)) + _g_off(slot, h, C, NHV, NHK, DK)
+                tl.store(gp + r, gam)
+                tl.store(gp + C + r, beta)
+                tl.store(gp + 2 * C + r, dec)
         if WS_P:
             k = tl.load(k_ptr + qk_off, mask=valid[:, None], other=0.0)
             lg, beta = _chunk_gates(a_ptr, b_ptr, tok, valid, h, alog, dtb, NHV)
@@ -784,7 +832,8 @@ def _gdn_seg_kernel(
         an = 0.0
         bn = 0.0
         if PF:
-            vn, an, bn = _chunk_in(cs, eos, vcols, h, v0, v_ptr, a_ptr, b_ptr, PHASE == 1, ALGO, C, BV, NHV, DK)
+            vn, an, bn = _chunk_in(cs, bos, eos, n, vcols, h, v0, v_ptr, a_ptr, b_ptr, wp_ptr, PHASE == 1, ALGO, C, BV,
+                                   NHV, NHK, DK)
         alog = tl.load(alog_ptr + h).to(tl.float32)
         dtb = tl.load(dtb_ptr + h).to(tl.float32)
         s_off = _slice_off(n * NHV + h, v0, ALGO, BV, DK)
@@ -1231,9 +1280,9 @@ def _launch(algo, q, k, v, state, A_log, a, dt_bias, b, cu_seqlens, scale, outpu
     wp = output
     if use_ws:
         nslot = T // C + N + 1
-        if f16:     # Tm and P in fp16, and the chunks' k and q as fp16 copies beside P (_wp_off)
+        if f16:     # Tm and P in fp16; beside P the chunks' k and q as fp16 copies and their gates (_wp_off)
             ws = _workspace("tm16", nslot * HV * C * C, torch.float16, q.device)
-            wp = _workspace("p16", nslot * (HV * C * C + 2 * HK * C * D), torch.float16, q.device)
+            wp = _workspace("p16", nslot * (HV * C * C + 2 * HK * C * D + 6 * HV * C), torch.float16, q.device)
             if on_gpu:      # every dot but K K^T and Q K^T (exact bf16 inputs) on fp16 operands
                 p = dict(p, PREC_T=P_FP16, PREC_S=P_FP16, PREC_Q=P_FP16, PREC_O=P_FP16)
         else:
