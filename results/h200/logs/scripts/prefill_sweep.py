@@ -347,7 +347,28 @@ ROUNDS["r27"] = [  # (OLD_KERNEL = the r26 kernel, dcb0d98) cfg "f16" with the g
     ("f16g-3st-n16-b", _f16_rows(dict(num_stages=3), 16, BIG), None, 3000, BIG),
     ("f16g-bv64w8-n16", _f16_rows(dict(BV=64, num_warps=8, num_stages=3), 16, BIG), None, 3000, BIG),
 ]
-CANDS = ROUNDS[os.environ.get("ROUND", "r27")]
+def _instead(pick, where):
+    """Where `where(w, table cfg)` holds, the config `pick(w)` instead of the table's (else the workload is skipped)."""
+    def cfg(w):
+        return pick(w) if where(w, K._pick(w["T"], w["N"])) else None
+    return cfg
+
+
+ROUNDS["r28"] = [  # (at the commit that adopted rounds 26 and 27; OLD_KERNEL = e5c5179's kernel.py, the kernel of the
+                   # committed results) the new table against e5c5179's, all 100 calls, twice each, interleaved; then
+                   # the row boundaries under f16: the fused launch (3 stages, split prep) on the one-launch calls from
+                   # 33 tokens, two launches on the fused and segment calls from 1401 tokens, 3 stages in the segment
+                   # launches
+    *[c for sfx in ("-a", "-b") for c in (
+        ("table" + sfx, lambda w: K._pick(w["T"], w["N"]), None, 0, BIG),
+        ("old-table" + sfx, lambda w: K_OLD._pick(w["T"], w["N"]), None, 0, BIG),
+    )],
+    ("fused-low", _instead(lambda w: K._FUSED_3STAGE_SPLIT_CFG, lambda w, c: _ONE(c) and w["T"] >= 33), None, 0, BIG),
+    ("two-mid", _instead(lambda w: K._pick(3000, w["N"]), lambda w, c: c.get("ws") and 1401 <= w["T"] < 3000),
+     None, 0, BIG),
+    ("seg-3st", _with(dict(num_stages=3), lambda c: bool(c.get("segs"))), None, 0, BIG),
+]
+CANDS = ROUNDS[os.environ.get("ROUND", "r28")]
 if os.environ.get("CANDS"):
     CANDS = [c for c in CANDS if c[0] in os.environ["CANDS"].split(",")]
 

@@ -23,11 +23,17 @@ never divided by; every ratio is exp(G_r - G_s) <= 1):
     H  <- exp(G_C) H + K^T (exp(G_C - G) * X)
 
 Every contraction is a tl.dot on tensor cores with fp32 accumulation: K K^T and Q K^T on the
-bf16 inputs; the state contractions K H and K^T X as two bf16 dots each (the fp32 operand
-split into bf16 hi + lo, ~16 mantissa bits, so state errors stay ~1e-3 and do not grow with
-length); Tm and its merges and Tm R in tf32; Q H and P X (output only) in bf16 (Q H with H
-rounded to bf16 moved the output's max error from 0.0011 to 0.0015 on 31 contest shapes, state
-errors unchanged). The dots are lowered to
+bf16 inputs. The rows with a workspace (cfg "f16": every row from 33 tokens but N >= 2 below 65 and
+N >= 3 below 180) run every other dot on fp16 operands: Tm and P are stored in fp16, the prep also
+writes fp16 copies of each chunk's k and q (exact but for entries below 2^-14, rounded to a multiple of
+2^-24) and the gates the
+chain needs, and K H, Q H, Tm R, P X, K^T X and the Tm merges take fp16 operands (11-bit
+significand, as precise as tf32; round 26: max errors vs float64 on 31 contest shapes output 0.0010,
+state 0.0008). fp16's range (+-65504) bounds the state and the new values: far above what
+unit-norm keys with a delta rule produce. The one-launch rows keep: the state contractions K H and
+K^T X as two bf16 dots each (the fp32 operand split into bf16 hi + lo, ~16 mantissa bits, so state
+errors stay ~1e-3 and do not grow with length); Tm and its merges and Tm R in tf32; Q H and P X
+(output only) in bf16. The dots are lowered to
 mma.sync (see _MMA_ENV: Triton 3.6's wgmma lowering of this loop was measured wrong), except in the
 two-launch rows' first launch and the prep role of the fused launch up to 1400 tokens, which run on
 Hopper wgmma (_MMA_V3_ENV; mma.sync elsewhere). Gates are
@@ -1142,6 +1148,25 @@ def _gdn_fused_kernel(
 # loaded with the L2 hint evict_first (it won 1-3 % in decode, whose state is the whole traffic) against this
 # kernel's plain load: 49.55 against 49.62 us mean (-0.07, faster on 63 of 100; T = 8192 141.0 against 141.4):
 # within noise, not adopted.
+# Round 26 (logs/prefill_sweep_r26.json, at dcb0d98, all 100 calls, twice each, interleaved): cfg "f16" on every
+# workspace row (the 76 calls from 33 tokens that take the fused or two-launch rows): Tm and P stored in fp16, the
+# prep writing fp16 copies of each chunk's k and q that the chain reads, and every dot but K K^T and Q K^T on fp16
+# operands (as precise as tf32, 11-bit significand, and 8 bits more than one bf16 term; range +-65504) instead
+# of bf16 hi + lo (K H, K^T X), tf32 (Tm merges, Tm R) and bf16 (Q H, P X). Offline sm_90 chain loop at BV32:
+# 1261 -> 817 instructions per warp per step, 208 -> 128 HMMA, no spills (56 B before). Mean over the 100 calls
+# (the table elsewhere) 49.25 -> 41.99 us; T = 8192 139.2 -> 112.2, T < 8192 109.0 -> 91.2, T < 2048 55.2 ->
+# 48.6; slower only on N = 2 calls of 76-248 tokens (+0.6..+1.5, noisy); max errors on the checked calls (vs
+# float64) output 0.00153 -> 0.00102, state 0.0011 -> 0.00084. The N >= 16 row with 3 stages 109.9 at T = 8192,
+# BV64 / 8 warps 127.1, BV16 150.1, capped at 168 registers (62 B of spills) 145.9.
+# Round 27 (logs/prefill_sweep_r27.json, at f108e76, OLD_KERNEL = dcb0d98's): the chain reads gamma, beta and the
+# decay to the chunk end from a gate block the prep writes (no gate math, scan or reduction in the step: offline
+# 838 -> 661 instructions, 19 -> 10 barriers at BV32 with 3 stages): the 76 workspace calls 51.6 -> 50.0 us
+# (1401-5709 tokens -4..-15 us; up to 61 tokens +0.2..+0.6); 3 stages on the two-launch rows from N = 5: T = 8192
+# 110.1 -> 105.2 us (93.5-118.0), 4124/15 78.4 -> 66.3, 3999/13 71.0 -> 63.2, 3028/5 62.8 -> 62.6; BV64 / 8
+# warps 114.7. Adopted: "f16" on every workspace row, 3 stages on the two-launch rows (not the segment rows).
+# Per launch (logs/prefill_diag4_f16.json, as prefill_diag3, even splits), prep + chain in us: T = 8192 N = 20
+# 34+68, N = 34 36+70, N = 57 42+84; 5709/2 24+94; 4124/15 20+51; 3028/5 15+38. The prep is now a third of a
+# T = 8192 call.
 # B200 (148 SMs, sm_100a): UNMEASURED. The thresholds (16, 32, 64, 180, 1400, 3000 tokens, N = 1/2/3/4/15), the
 # V splits and the segment count (3: its first launch has 24 CTAs per head and sequence, 192 for one sequence,
 # within the 264 that fit at once on 132 SMs; 148 SMs fit 296) come from H200 timings only; every entry is
@@ -1151,11 +1176,11 @@ def _gdn_fused_kernel(
 _ONE_LAUNCH_CFG = dict(C=32, BV=32, SB=16, num_warps=4, num_stages=2, prefetch=True)
 _ONE_LAUNCH_C16_CFG = dict(_ONE_LAUNCH_CFG, C=16, SB=8)
 _TWO_LAUNCH_CFG = dict(C=64, BV=16, SB=16, num_warps=4, num_stages=3, ws=True, ws_p=True, prep_split=True,
-                       prep_mma_v3=True, prefetch=True, lpt_ws=True)
-_TWO_LAUNCH_T_CFG = dict(_TWO_LAUNCH_CFG, num_stages=2, trans=True)
-_TWO_LAUNCH_WIDE_CFG = dict(_TWO_LAUNCH_CFG, BV=32, num_stages=2, trans=True)
+                       prep_mma_v3=True, prefetch=True, lpt_ws=True, f16=True)
+_TWO_LAUNCH_T_CFG = dict(_TWO_LAUNCH_CFG, trans=True)
+_TWO_LAUNCH_WIDE_CFG = dict(_TWO_LAUNCH_T_CFG, BV=32)
 _FUSED_CFG = dict(C=64, BV=16, SB=16, num_warps=4, num_stages=2, ws=True, ws_p=True, fused=True, trans=True,
-                  prefetch=True)
+                  prefetch=True, f16=True)
 _FUSED_3STAGE_CFG = dict(_FUSED_CFG, num_stages=3)
 # up to 1400 tokens the fused launch's prep role is split into Tm and P tickets on wgmma (round 17)
 _FUSED_SPLIT_CFG = dict(_FUSED_CFG, prep_split=True, prep_mma_v3=True)
@@ -1163,7 +1188,7 @@ _FUSED_3STAGE_SPLIT_CFG = dict(_FUSED_3STAGE_CFG, prep_split=True, prep_mma_v3=T
 _TWO_LAUNCH_LPT_CFG = dict(_TWO_LAUNCH_CFG, lpt=True)     # longest first below _LPT_MIN_N too (round 21)
 # each sequence in 3 segments walked by two launches after the prep (_gdn_seg_kernel; rounds 23/24); segments
 # take sequences in index order (_launch ranks none for them)
-_SEG_CFG = dict(_TWO_LAUNCH_T_CFG, segs=3, seg_bv=16)
+_SEG_CFG = dict(_TWO_LAUNCH_T_CFG, num_stages=2, segs=3, seg_bv=16)
 _LAUNCH_TABLE = [
     (16, None, _ONE_LAUNCH_C16_CFG),
     (32, None, _ONE_LAUNCH_CFG),
