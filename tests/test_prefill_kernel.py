@@ -328,17 +328,18 @@ def test_launch_table():
     one, fused, two, wide = pk._ONE_LAUNCH_CFG, pk._FUSED_CFG, pk._TWO_LAUNCH_LPT_CFG, pk._TWO_LAUNCH_WIDE_CFG
     one16 = pk._ONE_LAUNCH_C16_CFG
     two_t, fused3 = pk._TWO_LAUNCH_T_CFG, pk._FUSED_3STAGE_SPLIT_CFG
-    fused_split, seg = pk._FUSED_SPLIT_CFG, pk._SEG_CFG
+    fused_split, seg, seg3 = pk._FUSED_SPLIT_CFG, pk._SEG_CFG, pk._SEG_3STAGE_CFG
     assert pk._pick(1, 1) is one16 and pk._pick(16, 16) is one16 and pk._pick(17, 1) is one
     assert pk._pick(32, 1) is one and pk._pick(33, 1) is fused3 and pk._pick(64, 2) is one
     assert pk._pick(65, 2) is fused3 and pk._pick(65, 3) is one and pk._pick(179, 3) is one
     assert pk._pick(96, 1) is fused3 and pk._pick(1400, 1) is fused3 and pk._pick(1400, 2) is fused3
     assert pk._pick(180, 3) is fused3 and pk._pick(1400, 3) is fused3 and pk._pick(180, 4) is fused_split
     assert pk._pick(1400, 57) is fused_split and pk._pick(1401, 4) is fused
-    assert pk._pick(1401, 1) is seg and pk._pick(2999, 1) is seg and pk._pick(1401, 2) is fused
-    assert pk._pick(2999, 2) is fused and pk._pick(2999, 57) is fused
-    assert pk._pick(3000, 1) is seg and pk._pick(8192, 2) is seg and pk._pick(3000, 3) is two
+    assert pk._pick(1401, 1) is seg and pk._pick(2999, 1) is seg and pk._pick(1401, 2) is seg
+    assert pk._pick(2999, 2) is seg and pk._pick(1401, 3) is fused and pk._pick(2999, 57) is fused
+    assert pk._pick(3000, 1) is seg3 and pk._pick(8192, 2) is seg3 and pk._pick(3000, 3) is two
     assert pk._pick(8192, 4) is two and seg["segs"] == 3 and seg["trans"] and seg["prefetch"]
+    assert seg3 == dict(seg, num_stages=3)
     assert pk._pick(3000, 5) is two_t and pk._pick(8192, 15) is two_t
     assert pk._pick(3000, 16) is wide and pk._pick(8192, 57) is wide
     assert not one.get("ws") and one["C"] == 32 and fused["fused"] and fused["ws"] and not two.get("fused")
@@ -349,9 +350,11 @@ def test_launch_table():
     for T, N in [(6, 1), (300, 3), (8192, 57)]:
         cfg = pk._pick(T, N)
         assert pk.D % cfg["BV"] == 0 and cfg["C"] % cfg["SB"] == 0
-    # rounds 26 and 27: every workspace row on fp16 operands; 3 stages on the two-launch rows, 2 in the segments'
+    # rounds 26 and 27: every workspace row on fp16 operands; 3 stages on the two-launch rows (round 28: and in the
+    # segment launches from 3000 tokens)
     assert all(bool(cfg.get("f16")) == bool(cfg.get("ws")) for _, _, cfg in pk._LAUNCH_TABLE)
     assert two["num_stages"] == two_t["num_stages"] == wide["num_stages"] == 3 and seg["num_stages"] == 2
+    # round 28: the segment rows from 1401 tokens for N = 2 too, with 3 stages from 3000 tokens
 
 
 @pytest.mark.parametrize("cu", [[0, 3, 20], [0, 17, 18, 40, 70]],
@@ -383,7 +386,7 @@ LONG_CASES = {   # name: (cu_seqlens, the launch-table row it must take)
     "fused-split-T959-N4": ([0, 303, 600, 601, 959], 7),
     "fused-split-T1400-N20": ([i * 70 for i in range(21)], 7),
     "seg-T2107-N1": ([0, 2107], 8),
-    "fused-T2040-N2": ([0, 1879, 2040], 9),
+    "seg-T2040-N2": ([0, 1879, 2040], 8),
     "fused-T2999-N40": ([round(i * 2999 / 40) for i in range(41)], 9),
     "seg-T8192-N1": ([0, 8192], 10),
     "seg-T5709-N2": ([0, 5258, 5709], 10),

@@ -944,15 +944,16 @@ def _gdn_fused_kernel(
 #             (round 22)
 #   180 <= T < 3000: fused (the two launches' roles in one launch, BV=16, transposed chain;
 #             3 stages up to 1400 tokens with N <= 3, else 2; up to 1400 tokens its prep role is split
-#             into Tm and P tickets on wgmma: round 17), except N = 1 from 1401 tokens: segments, below
-#   N <= 2 from 3000 tokens, and N = 1 from 1401: three launches (_SEG_CFG, rounds 23/24): the prep, then
-#             each sequence cut into 3 segments walked in parallel by two launches (_gdn_seg_kernel: the
+#             into Tm and P tickets on wgmma: round 17), except N <= 2 from 1401 tokens: segments, below
+#   N <= 2 from 1401 tokens: three launches (_SEG_CFG, rounds 23/24/28; 3 stages from 3000 tokens): the prep,
+#             then each sequence cut into 3 segments walked in parallel by two launches (_gdn_seg_kernel: the
 #             first finds each segment's affine state map, the second walks each segment from its start
 #             state), so the serial walk is ~2/3 of the chain's
 #   T >= 3000: two launches (ws): Tm and P of every (chunk, head) in parallel first, then the
-#             serial per-sequence chain; BV=16 (N <= 15: few sequences, so more V slices; N <= 4
-#             the untransposed chain with 3 stages, else the transposed one with 2) or the
-#             transposed BV=32 (N >= 16); the prep's CTAs compute Tm or P (split) on wgmma (round 13)
+#             serial per-sequence chain, 3 stages; BV=16 (N <= 15: few sequences, so more V slices; N <= 4
+#             the untransposed chain, else the transposed one) or the transposed BV=32 (N >= 16); the
+#             prep's CTAs compute Tm or P (split) on wgmma (round 13)
+#   every row from 33 tokens but the one-launch rows: cfg "f16" (rounds 26, 27)
 #   one-launch C=32/BV=32 on everything: 133.9 us mean (earlier sweep).
 # Per-launch GPU times on the H200 (torch.profiler, cold L2, median of 5; results/h200/logs/
 # prefill_diag.json), prep + chain in us, 4 warps, 2 stages:
@@ -1167,6 +1168,14 @@ def _gdn_fused_kernel(
 # Per launch (logs/prefill_diag4_f16.json, as prefill_diag3, even splits), prep + chain in us: T = 8192 N = 20
 # 34+68, N = 34 36+70, N = 57 42+84; 5709/2 24+94; 4124/15 20+51; 3028/5 15+38. The prep is now a third of a
 # T = 8192 call.
+# Round 28 (logs/prefill_sweep_r28.json, at 5e63235, OLD_KERNEL = e5c5179's kernel.py): that commit's table (rounds 26
+# and 27 in) against e5c5179's, all 100 calls, twice each, interleaved: 49.60 -> 39.48 us mean (T < 512 20.1 -> 18.8,
+# T < 2048 54.7 -> 44.8, T < 8192 111.3 -> 82.9, T = 8192 140.8 -> 104.7, 92.4-117.8); slower on 24 calls below 250
+# tokens with N <= 3 by 0.01-0.9 us. Row boundaries under f16, once each: the segment launches with 3 stages
+# 3271/2 90.9 -> 83.3, 5709/2 163.7 -> 153.7, 2107/1 66.6 -> 74.4 (adopted from 3000 tokens); the segment rows
+# instead of the fused launch on 1401-2999 tokens: 2040/2 87.5 -> 71.4 (adopted for N = 2; N = 3 +1..+6 but
+# 1796/3 -6.9, 2857/3 -2.7, not adopted); the fused launch on the one-launch calls from 33 tokens: 139/3 -4.7, -5.0,
+# the 6 others +0.5..+7.3 (not adopted).
 # B200 (148 SMs, sm_100a): UNMEASURED. The thresholds (16, 32, 64, 180, 1400, 3000 tokens, N = 1/2/3/4/15), the
 # V splits and the segment count (3: its first launch has 24 CTAs per head and sequence, 192 for one sequence,
 # within the 264 that fit at once on 132 SMs; 148 SMs fit 296) come from H200 timings only; every entry is
@@ -1189,6 +1198,7 @@ _TWO_LAUNCH_LPT_CFG = dict(_TWO_LAUNCH_CFG, lpt=True)     # longest first below 
 # each sequence in 3 segments walked by two launches after the prep (_gdn_seg_kernel; rounds 23/24); segments
 # take sequences in index order (_launch ranks none for them)
 _SEG_CFG = dict(_TWO_LAUNCH_T_CFG, num_stages=2, segs=3, seg_bv=16)
+_SEG_3STAGE_CFG = dict(_SEG_CFG, num_stages=3)       # from 3000 tokens (round 28)
 _LAUNCH_TABLE = [
     (16, None, _ONE_LAUNCH_C16_CFG),
     (32, None, _ONE_LAUNCH_CFG),
@@ -1198,9 +1208,9 @@ _LAUNCH_TABLE = [
     (179, None, _ONE_LAUNCH_CFG),
     (1400, 3, _FUSED_3STAGE_SPLIT_CFG),
     (1400, None, _FUSED_SPLIT_CFG),
-    (2999, 1, _SEG_CFG),
+    (2999, 2, _SEG_CFG),
     (2999, None, _FUSED_CFG),
-    (None, 2, _SEG_CFG),
+    (None, 2, _SEG_3STAGE_CFG),
     (None, 4, _TWO_LAUNCH_LPT_CFG),
     (None, 15, _TWO_LAUNCH_T_CFG),
     (None, None, _TWO_LAUNCH_WIDE_CFG),
