@@ -473,6 +473,20 @@ def test_gpu_workspace_rows_without_f16(row):
 
 
 @pytest.mark.gpu
+@pytest.mark.parametrize("split", [False, True])
+def test_gpu_fused_f16_chains_wait_for_the_k_q_copies(split):
+    # cfg "f16" in the fused launch: an odd v-head's chain reads the k and q copies that the prep ticket of the
+    # even v-head of its q/k head writes, so it must wait for that ticket's flags too (a harness pass at 0b460fc
+    # failed 1592/3 without it). The workspaces are NaN before every call: a copy read before it is written
+    # poisons the outputs.
+    fn = with_cfg(dict(pk._FUSED_CFG, prep_split=split, prep_mma_v3=split))
+    for cu in ([0, 1320, 1500, 1592], [round(i * 2999 / 40) for i in range(41)]):
+        for seed in range(5):
+            poison_workspaces(cu)
+            run_and_check(fn, cu, seed=seed, out_atol=2e-3)
+
+
+@pytest.mark.gpu
 def test_gpu_recurrent_ablation_long():
     run_and_check(pk.kernel_recurrent, [0, 3000, 4096], seed=8)
 

@@ -639,10 +639,17 @@ def _chain(pid_v, pid_nh, q_ptr, k_ptr, v_ptr, s_ptr, alog_ptr, a_ptr, dtb_ptr, 
                                DK)
     alog = tl.load(alog_ptr + h).to(tl.float32)
     dtb = tl.load(dtb_ptr + h).to(tl.float32)
+    # with F16 the k and q copies of head h's chunks come from the prep of the first v-head of its q/k head
+    # (_prep_slot), so an odd head waits for that head's flags too
+    hw = h - h % (NHV // NHK)
     if WAIT >= 1:
         _wait_chunks(sync_ptr, bos // C + n, (eos - bos + C - 1) // C, h, want, NHV)
+        if F16 and hw != h:
+            _wait_chunks(sync_ptr, bos // C + n, (eos - bos + C - 1) // C, hw, want, NHV)
     if WAIT == 2:
         _wait_chunks(sync_ptr + nprep, bos // C + n, (eos - bos + C - 1) // C, h, want, NHV)
+        if F16 and hw != h:
+            _wait_chunks(sync_ptr + nprep, bos // C + n, (eos - bos + C - 1) // C, hw, want, NHV)
     if PF and F16:          # after the waits: the gate block is the prep's
         vn, an, bn = _chunk_in(bos, bos, eos, n, BV, h, v0, v_ptr, a_ptr, b_ptr, wp_ptr, False, ALGO, C, BV, NHV, NHK,
                                DK)
