@@ -1159,7 +1159,8 @@ def _gdn_fused_kernel(
 # Round 26 (logs/prefill_sweep_r26.json, at dcb0d98, all 100 calls, twice each, interleaved): cfg "f16" on every
 # workspace row (the 76 calls from 33 tokens that take the fused or two-launch rows): Tm and P stored in fp16, the
 # prep writing fp16 copies of each chunk's k and q that the chain reads, and every dot but K K^T and Q K^T on fp16
-# operands (as precise as tf32, 11-bit significand, and 8 bits more than one bf16 term; range +-65504) instead
+# operands (11-bit significand: as precise as tf32, 3 bits more than one bf16 term, 5 fewer than bf16 hi + lo;
+# range +-65504) instead
 # of bf16 hi + lo (K H, K^T X), tf32 (Tm merges, Tm R) and bf16 (Q H, P X). Offline sm_90 chain loop at BV32:
 # 1261 -> 817 instructions per warp per step, 208 -> 128 HMMA, no spills (56 B before). Mean over the 100 calls
 # (the table elsewhere) 49.25 -> 41.99 us; T = 8192 139.2 -> 112.2, T < 8192 109.0 -> 91.2, T < 2048 55.2 ->
