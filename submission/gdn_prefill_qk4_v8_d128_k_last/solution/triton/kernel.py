@@ -1189,7 +1189,8 @@ def _gdn_fused_kernel(
 # within the 264 that fit at once on 132 SMs; 148 SMs fit 296) come from H200 timings only; every entry is
 # correct on any GPU (same code, mma.sync path), with one difference: the prep of the two-launch rows and of the fused rows up to 1400 tokens is wgmma on
 # the H200 and mma.sync on a B200 (MMAv5 stays off); those mma.sync builds of the split prep passed their
-# GPU tests on the H200 (test_gpu_prep_variants, test_gpu_fused_prep_knobs).
+# GPU tests on the H200 (test_gpu_prep_variants, test_gpu_fused_prep_knobs). The cfg "f16" builds for sm_100 (chain,
+# fused, segment and prep kernels) compile offline without spills; fp16 mma.sync exists there too.
 _ONE_LAUNCH_CFG = dict(C=32, BV=32, SB=16, num_warps=4, num_stages=2, prefetch=True)
 _ONE_LAUNCH_C16_CFG = dict(_ONE_LAUNCH_CFG, C=16, SB=8)
 _TWO_LAUNCH_CFG = dict(C=64, BV=16, SB=16, num_warps=4, num_stages=3, ws=True, ws_p=True, prep_split=True,
