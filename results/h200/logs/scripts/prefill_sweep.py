@@ -371,14 +371,12 @@ ROUNDS["r28"] = [  # (at the commit that adopted rounds 26 and 27; OLD_KERNEL = 
 ROUNDS["r29"] = [  # (at the commit of the cf00160 pass's code; not adopted, see the kernel's launch table notes) the
                    # N >= 16 row's chain with 8 warps and / or a register cap (offline sm_90: BV32 8 warps 172 registers,
                    # 1 CTA per SM; capped at 128, 2 CTAs per SM, 32-40 B of spills; BV64 8 warps at 128: 224 B), and its
-                   # prep capped at 128 registers (4 CTAs per SM, 176 B of spills); the 16 calls with T = 8192
+                   # prep capped at 128 registers (4 CTAs per SM, 176 B of spills); the 16 calls with T = 8192, once each
     ("table-a", lambda w: K._pick(w["T"], w["N"]), None, 8192, BIG),
     ("w8r128s2", _f16_n16(dict(num_warps=8, maxnreg=128, num_stages=2)), None, 8192, BIG),
     ("w8r128s3", _f16_n16(dict(num_warps=8, maxnreg=128)), None, 8192, BIG),
-    ("w8s3", _f16_n16(dict(num_warps=8)), None, 8192, BIG),
     ("bv64w8r128s2", _f16_n16(dict(BV=64, num_warps=8, maxnreg=128, num_stages=2)), None, 8192, BIG),
     ("prep128", _f16_n16(dict(prep_maxnreg=128)), None, 8192, BIG),
-    ("table-b", lambda w: K._pick(w["T"], w["N"]), None, 8192, BIG),
 ]
 CANDS = ROUNDS[os.environ.get("ROUND", "r29")]
 if os.environ.get("CANDS"):
