@@ -368,7 +368,7 @@ ROUNDS["r28"] = [  # (at the commit that adopted rounds 26 and 27; OLD_KERNEL = 
      None, 0, BIG),
     ("seg-3st", _with(dict(num_stages=3), lambda c: bool(c.get("segs"))), None, 0, BIG),
 ]
-ROUNDS["r29"] = [  # (at the commit of the cf00160 pass's code; not adopted, see the kernel's launch table notes) the
+ROUNDS["r29"] = [  # NOT RUN YET (prepared at f7fb261; session 20 had no device time left) the
                    # N >= 16 row's chain with 8 warps and / or a register cap (offline sm_90: BV32 8 warps 172 registers,
                    # 1 CTA per SM; capped at 128, 2 CTAs per SM, 32-40 B of spills; BV64 8 warps at 128: 224 B), and its
                    # prep capped at 128 registers (4 CTAs per SM, 176 B of spills); the 16 calls with T = 8192, once each
