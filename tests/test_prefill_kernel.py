@@ -251,8 +251,9 @@ def test_segment_walk(trans, seg_bv):
 
 def test_f16_workspace_holds_the_chunks_k_q_and_gates():
     # cfg "f16": per slot the P workspace holds the 8 heads' P tiles, then fp16 copies of k and q of the 4 q/k
-    # heads (rows past a sequence's end 0; exact but for values below 2^-14), then per v-head gamma = exp(G), beta and exp(G_end - G) in fp32
-    # (G: the in-chunk cumulative log gate). Checked against the inputs and float64 gates, slot by slot.
+    # heads (rows past a sequence's end 0; exact but for values below 2^-14), then per v-head gamma = exp(G), beta
+    # and exp(G_end - G) in fp32 (G: the in-chunk cumulative log gate). Checked against the inputs and float64
+    # gates, slot by slot.
     from reference.gdn_recurrent import gates
     cu, C = [0, 0, 17, 150], 64
     poison_workspaces(cu)
@@ -276,7 +277,7 @@ def test_f16_workspace_holds_the_chunks_k_q_and_gates():
             for hq in range(4):
                 for which, src in ((0, k), (1, q)):
                     got, exp = kq[hq, which, :rows].float(), src[c0:c0 + rows, hq].float()
-                    normal = exp.abs() >= 2.0 ** -14     # fp16 normals hold every bf16 value of unit-norm keys
+                    normal = exp.abs() >= 2.0 ** -14     # a bf16 value in fp16's normal range is exact there
                     assert torch.equal(got[normal], exp[normal])
                     assert (got - exp).abs().max() <= 2.0 ** -25     # subnormals: to the nearest 2^-24
                     assert not kq[hq, which, rows:].any()
@@ -335,6 +336,7 @@ def test_launch_table():
     assert pk._pick(96, 1) is fused3 and pk._pick(1400, 1) is fused3 and pk._pick(1400, 2) is fused3
     assert pk._pick(180, 3) is fused3 and pk._pick(1400, 3) is fused3 and pk._pick(180, 4) is fused_split
     assert pk._pick(1400, 57) is fused_split and pk._pick(1401, 4) is fused
+    # round 28: the segment rows from 1401 tokens for N = 2 too, with 3 stages from 3000 tokens
     assert pk._pick(1401, 1) is seg and pk._pick(2999, 1) is seg and pk._pick(1401, 2) is seg
     assert pk._pick(2999, 2) is seg and pk._pick(1401, 3) is fused and pk._pick(2999, 57) is fused
     assert pk._pick(3000, 1) is seg3 and pk._pick(8192, 2) is seg3 and pk._pick(3000, 3) is two
@@ -354,7 +356,6 @@ def test_launch_table():
     # segment launches from 3000 tokens)
     assert all(bool(cfg.get("f16")) == bool(cfg.get("ws")) for _, _, cfg in pk._LAUNCH_TABLE)
     assert two["num_stages"] == two_t["num_stages"] == wide["num_stages"] == 3 and seg["num_stages"] == 2
-    # round 28: the segment rows from 1401 tokens for N = 2 too, with 3 stages from 3000 tokens
 
 
 @pytest.mark.parametrize("cu", [[0, 3, 20], [0, 17, 18, 40, 70]],

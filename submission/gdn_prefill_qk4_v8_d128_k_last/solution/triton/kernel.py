@@ -334,6 +334,12 @@ def _ws_off(slot, h, C: tl.constexpr, NHV: tl.constexpr):
 
 
 @triton.jit
+def _p16_slot(C: tl.constexpr, NHV: tl.constexpr, NHK: tl.constexpr, DK: tl.constexpr):
+    """cfg "f16": fp16 elements per slot of the P workspace (P tiles, k and q copies, gate blocks: _wp_off)."""
+    return NHV * C * C + 2 * NHK * C * DK + 6 * NHV * C
+
+
+@triton.jit
 def _wp_off(slot, h, F16: tl.constexpr, C: tl.constexpr, NHV: tl.constexpr, NHK: tl.constexpr, DK: tl.constexpr):
     """Offsets of the P tile of workspace slot `slot`, head h. With F16 (cfg "f16") a slot of the P workspace
     holds the P tiles of the NHV heads, then fp16 copies of the chunk's k and q of the NHK q/k heads (_kq_off),
@@ -341,7 +347,7 @@ def _wp_off(slot, h, F16: tl.constexpr, C: tl.constexpr, NHV: tl.constexpr, NHK:
     r = tl.arange(0, C)
     tile = r[:, None] * C + r[None, :]
     if F16:
-        out = slot * (NHV * C * C + 2 * NHK * C * DK + 6 * NHV * C) + h * (C * C) + tile
+        out = slot * _p16_slot(C, NHV, NHK, DK) + h * (C * C) + tile
     else:
         out = _ws_off(slot, h, C, NHV)
     return out
@@ -351,7 +357,7 @@ def _wp_off(slot, h, F16: tl.constexpr, C: tl.constexpr, NHV: tl.constexpr, NHK:
 def _g_off(slot, h, C: tl.constexpr, NHV: tl.constexpr, NHK: tl.constexpr, DK: tl.constexpr):
     """cfg "f16": fp32-element offset of the gate block of workspace slot `slot`, head h, after the k and q copies
     in the P workspace: gamma, beta and the decay to the chunk end (_gate_vectors) of the chunk's C rows."""
-    return (slot * (NHV * C * C + 2 * NHK * C * DK + 6 * NHV * C) + NHV * C * C + 2 * NHK * C * DK) // 2 + h * (3 * C)
+    return (slot * _p16_slot(C, NHV, NHK, DK) + NHV * C * C + 2 * NHK * C * DK) // 2 + h * (3 * C)
 
 
 @triton.jit
@@ -360,7 +366,7 @@ def _kq_off(slot, hq, C: tl.constexpr, NHV: tl.constexpr, NHK: tl.constexpr, DK:
     copy follows at + C * DK); rows past the sequence's end hold 0, as the masked loads give."""
     r = tl.arange(0, C)
     kx = tl.arange(0, DK)
-    return slot * (NHV * C * C + 2 * NHK * C * DK + 6 * NHV * C) + NHV * C * C + hq * (2 * C * DK) + r[:, None] * DK + kx[None, :]
+    return slot * _p16_slot(C, NHV, NHK, DK) + NHV * C * C + hq * (2 * C * DK) + r[:, None] * DK + kx[None, :]
 
 
 @triton.jit
@@ -1187,8 +1193,8 @@ def _gdn_fused_kernel(
 # B200 (148 SMs, sm_100a): UNMEASURED. The thresholds (16, 32, 64, 180, 1400, 3000 tokens, N = 1/2/3/4/15), the
 # V splits and the segment count (3: its first launch has 24 CTAs per head and sequence, 192 for one sequence,
 # within the 264 that fit at once on 132 SMs; 148 SMs fit 296) come from H200 timings only; every entry is
-# correct on any GPU (same code, mma.sync path), with one difference: the prep of the two-launch rows and of the fused rows up to 1400 tokens is wgmma on
-# the H200 and mma.sync on a B200 (MMAv5 stays off); those mma.sync builds of the split prep passed their
+# correct on any GPU (same code, mma.sync path), with one difference: the prep of the two-launch rows and of the
+# fused rows up to 1400 tokens is wgmma on the H200 and mma.sync on a B200 (MMAv5 stays off); those mma.sync builds of the split prep passed their
 # GPU tests on the H200 (test_gpu_prep_variants, test_gpu_fused_prep_knobs). The cfg "f16" builds for sm_100 (chain,
 # fused, segment and prep kernels) compile offline without spills; fp16 mma.sync exists there too.
 _ONE_LAUNCH_CFG = dict(C=32, BV=32, SB=16, num_warps=4, num_stages=2, prefetch=True)
@@ -1326,7 +1332,7 @@ def _launch(algo, q, k, v, state, A_log, a, dt_bias, b, cu_seqlens, scale, outpu
         nslot = T // C + N + 1
         if f16:     # Tm and P in fp16; beside P the chunks' k and q as fp16 copies and their gates (_wp_off)
             ws = _workspace("tm16", nslot * HV * C * C, torch.float16, q.device)
-            wp = _workspace("p16", nslot * (HV * C * C + 2 * HK * C * D + 6 * HV * C), torch.float16, q.device)
+            wp = _workspace("p16", nslot * _p16_slot.fn(C, HV, HK, D), torch.float16, q.device)
             if on_gpu:      # every dot but K K^T and Q K^T (exact bf16 inputs) on fp16 operands
                 p = dict(p, PREC_T=P_FP16, PREC_S=P_FP16, PREC_Q=P_FP16, PREC_O=P_FP16)
         else:
