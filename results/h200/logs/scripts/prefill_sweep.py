@@ -325,6 +325,8 @@ ROUNDS["r26"] = [  # (at the commit that added cfg "f16") every dot after K K^T 
     ("f16-r168", _f16_n16(dict(maxnreg=168)), None, 3000, BIG),
     ("f16-3st", _f16_n16(dict(num_stages=3)), None, 3000, BIG),
 ]
+
+
 def _f16_rows(change, nmin, nmax):
     """The table with "f16" on the two-launch rows (T >= 3000) of nmin <= N <= nmax, changed by `change`."""
     def cfg(w):
@@ -347,6 +349,8 @@ ROUNDS["r27"] = [  # (OLD_KERNEL = the r26 kernel, dcb0d98) cfg "f16" with the g
     ("f16g-3st-n16-b", _f16_rows(dict(num_stages=3), 16, BIG), None, 3000, BIG),
     ("f16g-bv64w8-n16", _f16_rows(dict(BV=64, num_warps=8, num_stages=3), 16, BIG), None, 3000, BIG),
 ]
+
+
 def _instead(pick, where):
     """Where `where(w, table cfg)` holds, the config `pick(w)` instead of the table's (else the workload is skipped)."""
     def cfg(w):
@@ -368,6 +372,8 @@ ROUNDS["r28"] = [  # (at the commit that adopted rounds 26 and 27; OLD_KERNEL = 
      None, 0, BIG),
     ("seg-3st", _with(dict(num_stages=3), lambda c: bool(c.get("segs"))), None, 0, BIG),
 ]
+
+
 ROUNDS["r29"] = [  # NOT RUN YET (prepared at f7fb261; session 20 had no device time left) the
                    # N >= 16 row's chain with 8 warps and / or a register cap (offline sm_90: BV32 8 warps 172 registers,
                    # 1 CTA per SM; capped at 128, 2 CTAs per SM, 32-40 B of spills; BV64 8 warps at 128: 224 B), and its
