@@ -203,7 +203,7 @@ def poison_workspaces(cu, C=64):
     pk._workspace("tm", nslot * 8 * C * C, torch.float32, DEVICE).fill_(float("nan"))
     pk._workspace("p", nslot * 8 * C * C, torch.bfloat16, DEVICE).fill_(float("nan"))
     pk._workspace("tm16", nslot * 8 * C * C, torch.float16, DEVICE).fill_(float("nan"))
-    pk._workspace("p16", nslot * (8 * C * C + 2 * 4 * C * 128 + 6 * 8 * C), torch.float16, DEVICE).fill_(float("nan"))
+    pk._workspace("p16", nslot * pk._p16_slot.fn(C, 8, 4, 128), torch.float16, DEVICE).fill_(float("nan"))
     return nslot
 
 

@@ -4,6 +4,7 @@ memory access on the H200). The launcher sets DISABLE_MMA_V3/V5 around its launc
 those knobs are what keeps wgmma out, for the one-launch config of the launch table, on sm_90 and sm_100;
 the fused launch, the transposed chain (the table's chain from N >= 5) and the segment launches must build for
 both targets too.
+Those rows build as the table runs them (cfg "f16": fp16 workspaces and dot operands).
 The prep of the two-launch rows and of the fused rows up to 1400 tokens is the exception: MMAv3 stays on for it
 (wgmma on sm_90 only, mma.sync on sm_100).
 Compiles run in a fresh process: the interpreter mode the CPU tests use must not leak into them."""
@@ -53,6 +54,9 @@ cst = dict(NP2=2, LPT=False, CHAIN_ALGO=pk.ALGO_CHUNK_WS_T,
            LOG2NB=(C // SB).bit_length() - 1, SCAN=0, HAS_STATE=True, PREC_QK=pk.P_BF16, PREC_T=pk.P_TF32,
            PREC_S=pk.P_BF16X2, PREC_Q=pk.P_BF16, PREC_O=pk.P_BF16, NHV=8, NHK=4, DK=128, INTERP=False,
            PF=bool(cfg.get("prefetch")), RANK=False)
+if cfg.get("f16") and cst["WS_P"]:     # as _launch on a GPU: fp16 workspaces, every dot but K K^T and Q K^T fp16
+    types.update(ws_ptr="*fp16", wp_ptr="*fp16")
+    cst.update(PREC_T=pk.P_FP16, PREC_S=pk.P_FP16, PREC_Q=pk.P_FP16, PREC_O=pk.P_FP16)
 names = kern.arg_names
 cst = {k: v for k, v in cst.items() if k in names}
 assert set(names) <= set(types) | set(cst), sorted(set(names) - set(types) - set(cst))
