@@ -384,7 +384,27 @@ ROUNDS["r29"] = [  # NOT RUN YET (prepared at f7fb261; session 20 had no device 
     ("bv64w8r128s2", _f16_n16(dict(BV=64, num_warps=8, maxnreg=128, num_stages=2)), None, 8192, BIG),
     ("prep128", _f16_n16(dict(prep_maxnreg=128)), None, 8192, BIG),
 ]
-CANDS = ROUNDS[os.environ.get("ROUND", "r29")]
+def _two_rows(change, nmin=0):
+    """The table with the two-launch rows (T >= 3000, not the segment rows) from nmin sequences changed by `change`."""
+    def cfg(w):
+        c = K._pick(w["T"], w["N"])
+        ok = c.get("ws") and not c.get("fused") and not c.get("segs") and w["N"] >= nmin
+        return dict(c, **change) if ok else None
+    return cfg
+
+
+_WG = dict(trans=False, chain_mma_v3=True, num_stages=2)
+ROUNDS["r30"] = [  # the untransposed chain on Hopper wgmma (cfg "chain_mma_v3"; offline sm_90 at BV32 2 stages: 164
+                   # registers, 571 instructions and 32 HGMMA per step against 255, 659 and 128 HMMA + 74 LDSM; smem
+                   # 106 KB, 2 CTAs per SM); the 21 calls from 3000 tokens; each candidate in its own process (CANDS)
+    ("table-a", lambda w: K._pick(w["T"], w["N"]), None, 3000, BIG),
+    ("wg32s2", _two_rows(dict(_WG, BV=32), 16), None, 3000, BIG),
+    ("wg16s2", _two_rows(dict(_WG, BV=16)), None, 3000, BIG),
+    ("wg64s2", _two_rows(dict(_WG, BV=64), 16), None, 3000, BIG),
+    ("wg32s3", _two_rows(dict(_WG, BV=32, num_stages=3), 16), None, 3000, BIG),
+    ("wg32all", _two_rows(dict(_WG, BV=32)), None, 3000, BIG),
+]
+CANDS = ROUNDS[os.environ.get("ROUND", "r30")]
 if os.environ.get("CANDS"):
     CANDS = [c for c in CANDS if c[0] in os.environ["CANDS"].split(",")]
 
