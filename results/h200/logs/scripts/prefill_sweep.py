@@ -404,7 +404,29 @@ ROUNDS["r30"] = [  # the untransposed chain on Hopper wgmma (cfg "chain_mma_v3";
     ("wg32s3", _two_rows(dict(_WG, BV=32, num_stages=3), 16), None, 3000, BIG),
     ("wg32all", _two_rows(dict(_WG, BV=32)), None, 3000, BIG),
 ]
-CANDS = ROUNDS[os.environ.get("ROUND", "r30")]
+def _fused_rows(change):
+    """The table with its fused rows changed by `change`."""
+    def cfg(w):
+        c = K._pick(w["T"], w["N"])
+        return dict(c, **change) if c.get("fused") else None
+    return cfg
+
+
+ROUNDS["r31"] = [  # (after r30: BV64 on wgmma won at T = 8192, 104.3 -> 95.6 us, with 1 CTA per SM) slice widths, warps
+                   # and stages of the wgmma chain from 3000 tokens, and the fused launch's chain role untransposed on
+                   # wgmma (its prep role already is up to 1400 tokens); each candidate in its own process (CANDS)
+    ("table-a", lambda w: K._pick(w["T"], w["N"]), None, 33, BIG),
+    ("wg64s2", _two_rows(dict(_WG, BV=64), 16), None, 3000, BIG),
+    ("wg64s1", _two_rows(dict(_WG, BV=64, num_stages=1), 16), None, 3000, BIG),
+    ("wg64w8s2", _two_rows(dict(_WG, BV=64, num_warps=8), 16), None, 3000, BIG),
+    ("wg64w8s1", _two_rows(dict(_WG, BV=64, num_warps=8, num_stages=1), 16), None, 3000, BIG),
+    ("wg128w8s1", _two_rows(dict(_WG, BV=128, num_warps=8, num_stages=1), 16), None, 3000, BIG),
+    ("wg32s1", _two_rows(dict(_WG, BV=32, num_stages=1)), None, 3000, BIG),
+    ("wg64all", _two_rows(dict(_WG, BV=64)), None, 3000, 8191),
+    ("fwg", _fused_rows(dict(trans=False, prep_mma_v3=True)), None, 33, 2999),
+    ("fwg32", _fused_rows(dict(trans=False, prep_mma_v3=True, BV=32)), None, 33, 2999),
+]
+CANDS = ROUNDS[os.environ.get("ROUND", "r31")]
 if os.environ.get("CANDS"):
     CANDS = [c for c in CANDS if c[0] in os.environ["CANDS"].split(",")]
 
