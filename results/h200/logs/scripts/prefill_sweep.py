@@ -426,7 +426,21 @@ ROUNDS["r31"] = [  # (after r30: BV64 on wgmma won at T = 8192, 104.3 -> 95.6 us
     ("fwg", _fused_rows(dict(trans=False, prep_mma_v3=True)), None, 33, 2999),
     ("fwg32", _fused_rows(dict(trans=False, prep_mma_v3=True, BV=32)), None, 33, 2999),
 ]
-CANDS = ROUNDS[os.environ.get("ROUND", "r31")]
+def _seg_rows(change):
+    """The table with its segment rows changed by `change`."""
+    def cfg(w):
+        c = K._pick(w["T"], w["N"])
+        return dict(c, **change) if c.get("segs") else None
+    return cfg
+
+
+ROUNDS["r32"] = [  # the segment launches' walks untransposed on wgmma (cfg "chain_mma_v3"), as the row's stages or 2;
+                   # the calls of N <= 2 from 1401 tokens; each candidate in its own process (CANDS)
+    ("table-a", _seg_rows({}), None, 0, BIG),
+    ("segwg", _seg_rows(dict(trans=False, chain_mma_v3=True)), None, 0, BIG),
+    ("segwg2", _seg_rows(dict(trans=False, chain_mma_v3=True, num_stages=2)), None, 0, BIG),
+]
+CANDS = ROUNDS[os.environ.get("ROUND", "r32")]
 if os.environ.get("CANDS"):
     CANDS = [c for c in CANDS if c[0] in os.environ["CANDS"].split(",")]
 

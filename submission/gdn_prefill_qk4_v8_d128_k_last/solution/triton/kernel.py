@@ -816,7 +816,7 @@ def _gdn_seg_kernel(
     C: tl.constexpr, BV: tl.constexpr, SB: tl.constexpr, LOG2NB: tl.constexpr, SCAN: tl.constexpr,
     HAS_STATE: tl.constexpr, PREC_QK: tl.constexpr, PREC_T: tl.constexpr, PREC_S: tl.constexpr,
     PREC_Q: tl.constexpr, PREC_O: tl.constexpr, PREC_C: tl.constexpr, NHV: tl.constexpr, NHK: tl.constexpr,
-    DK: tl.constexpr, INTERP: tl.constexpr, PF: tl.constexpr,
+    DK: tl.constexpr, INTERP: tl.constexpr, PF: tl.constexpr, MMA_V3: tl.constexpr = False,
 ):
     """cfg "segs" (NSEG >= 3): each sequence cut into NSEG segments of whole chunks, walked in parallel by
     two launches after the prep launch (ALGO_CHUNK_WS or _T, PF required). The state map of a segment is
@@ -1385,7 +1385,7 @@ def _launch(algo, q, k, v, state, A_log, a, dt_bias, b, cu_seqlens, scale, outpu
             seg_args.update(e_ptr=_workspace("seg_e", mats, torch.float32, q.device), ALGO=algo,
                             x_ptr=_workspace("seg_x", mats, torch.float32, q.device), NSEG=segs,
                             h_ptr=_workspace("seg_h", mats, torch.float32, q.device),
-                            PREC_C=P_TF32X3 if on_gpu else P_IEEE)
+                            PREC_C=P_TF32X3 if on_gpu else P_IEEE, MMA_V3=bool(cfg.get("chain_mma_v3")))
             bv1 = cfg.get("seg_bv", BV)     # the first segment launch's slice width (half of it mixed)
             launches.append((_gdn_seg_kernel, (2 * D // bv1, N * (segs - 1), HV),
                              dict(seg_args, PHASE=1, BV=bv1), chain_opts))
