@@ -301,12 +301,13 @@ def test_segment_walk_refuses_what_it_cannot_run():
 def test_rows_with_a_prep_take_the_split_prep_on_mma_v3_up_to_1400_tokens_if_fused():
     # round 13's choice for every two-launch row (the segment rows included), round 17's for the fused rows up
     # to 1400 tokens; the fused row above keeps one mma.sync prep ticket per (chunk, head)
+    # (round 31: the fused row above on wgmma too, unsplit)
     rows = [(max_t, cfg) for max_t, _, cfg in pk._LAUNCH_TABLE if cfg.get("ws")]
-    assert len(rows) == 10
+    assert len(rows) == 11
     for max_t, cfg in rows:
         knobs = bool(cfg.get("prep_split")) and bool(cfg.get("prep_mma_v3"))
         assert knobs == (not cfg.get("fused") or max_t <= 1400), (max_t, cfg)
-        assert knobs or not (cfg.get("prep_split") or cfg.get("prep_mma_v3"))
+        assert knobs or cfg is pk._FUSED_WG_CFG and cfg["prep_mma_v3"] and not cfg.get("prep_split")
 
 
 def test_raw_launch_arguments_refuse_a_tensor_on_another_device():
@@ -326,29 +327,38 @@ def test_bound_launch_only_where_triton_hands_constexprs_to_the_launcher():
 
 
 def test_launch_table():
-    one, fused, two, wide = pk._ONE_LAUNCH_CFG, pk._FUSED_CFG, pk._TWO_LAUNCH_LPT_CFG, pk._TWO_LAUNCH_WIDE_CFG
-    one16 = pk._ONE_LAUNCH_C16_CFG
-    two_t, fused3 = pk._TWO_LAUNCH_T_CFG, pk._FUSED_3STAGE_SPLIT_CFG
-    fused_split, seg, seg3 = pk._FUSED_SPLIT_CFG, pk._SEG_CFG, pk._SEG_3STAGE_CFG
+    one, two, wide = pk._ONE_LAUNCH_CFG, pk._TWO_LAUNCH_LPT_CFG, pk._TWO_LAUNCH_WIDE_CFG
+    one16, two_t, seg3 = pk._ONE_LAUNCH_C16_CFG, pk._TWO_LAUNCH_T_CFG, pk._SEG_3STAGE_CFG
+    # rounds 30-32: the chains of these rows untransposed on wgmma (off sm_90 the row before: "no_wgmma")
+    fused3, fused3w, fused_split = pk._FUSED_WG_3STAGE_CFG, pk._FUSED_WG_3STAGE_32_CFG, pk._FUSED_WG_SPLIT_CFG
+    fused, seg, wg = pk._FUSED_WG_CFG, pk._SEG_WG_CFG, pk._TWO_LAUNCH_WG_CFG
     assert pk._pick(1, 1) is one16 and pk._pick(16, 16) is one16 and pk._pick(17, 1) is one
     assert pk._pick(32, 1) is one and pk._pick(33, 1) is fused3 and pk._pick(64, 2) is one
     assert pk._pick(65, 2) is fused3 and pk._pick(65, 3) is one and pk._pick(179, 3) is one
     assert pk._pick(96, 1) is fused3 and pk._pick(1400, 1) is fused3 and pk._pick(1400, 2) is fused3
-    assert pk._pick(180, 3) is fused3 and pk._pick(1400, 3) is fused3 and pk._pick(180, 4) is fused_split
+    assert pk._pick(180, 3) is fused3w and pk._pick(1400, 3) is fused3w and pk._pick(180, 4) is fused_split
     assert pk._pick(1400, 57) is fused_split and pk._pick(1401, 4) is fused
     # round 28: the segment rows from 1401 tokens for N = 2 too, with 3 stages from 3000 tokens
     assert pk._pick(1401, 1) is seg and pk._pick(2999, 1) is seg and pk._pick(1401, 2) is seg
     assert pk._pick(2999, 2) is seg and pk._pick(1401, 3) is fused and pk._pick(2999, 57) is fused
     assert pk._pick(3000, 1) is seg3 and pk._pick(8192, 2) is seg3 and pk._pick(3000, 3) is two
-    assert pk._pick(8192, 4) is two and seg["segs"] == 3 and seg["trans"] and seg["prefetch"]
-    assert seg3 == dict(seg, num_stages=3)
+    assert pk._pick(8192, 4) is two and seg3["segs"] == 3 and seg3["trans"] and seg3["prefetch"]
+    assert seg3 == dict(seg["no_wgmma"], num_stages=3) and seg["segs"] == 3 and seg["chain_mma_v3"]
     assert pk._pick(3000, 5) is two_t and pk._pick(8192, 15) is two_t
-    assert pk._pick(3000, 16) is wide and pk._pick(8192, 57) is wide
+    assert pk._pick(3000, 16) is wide and pk._pick(8192, 24) is wide
+    assert pk._pick(3000, 25) is wg and pk._pick(8192, 57) is wg
     assert not one.get("ws") and one["C"] == 32 and fused["fused"] and fused["ws"] and not two.get("fused")
     assert two["lpt"] and two["lpt_ws"] and two_t["lpt_ws"] and "lpt" not in two_t and "lpt" not in wide
-    assert two["BV"] == two_t["BV"] == fused["BV"] == fused3["BV"] == 16 and wide["BV"] == 32
-    assert fused3["num_stages"] == 3 and fused3["fused"] and fused_split["num_stages"] == 2
-    assert fused["trans"] and fused3["trans"] and two_t["trans"] and wide["trans"] and not two.get("trans")
+    assert two["BV"] == two_t["BV"] == fused["BV"] == fused3["BV"] == 16 and wide["BV"] == fused3w["BV"] == 32
+    assert wg["BV"] == 64 and wg["num_stages"] == 2 and wg["chain_mma_v3"] and wg["no_wgmma"] is wide
+    assert fused3["num_stages"] == fused3w["num_stages"] == 3 and fused3["fused"] and fused_split["num_stages"] == 2
+    assert two_t["trans"] and wide["trans"] and not two.get("trans")
+    for cfg in (fused3, fused3w, fused_split, fused, seg, wg):      # every wgmma row: untransposed, with a fallback
+        old = cfg["no_wgmma"]
+        assert not cfg["trans"] and old["trans"] and "no_wgmma" not in old
+        assert cfg["prep_mma_v3"] or cfg.get("chain_mma_v3")
+        assert dict(cfg, trans=True, BV=old["BV"], num_stages=old["num_stages"], no_wgmma=None, chain_mma_v3=None,
+                    prep_mma_v3=None) == dict(old, no_wgmma=None, chain_mma_v3=None, prep_mma_v3=None)
     for T, N in [(6, 1), (300, 3), (8192, 57)]:
         cfg = pk._pick(T, N)
         assert pk.D % cfg["BV"] == 0 and cfg["C"] % cfg["SB"] == 0
@@ -384,6 +394,7 @@ LONG_CASES = {   # name: (cu_seqlens, the launch-table row it must take)
     "fused3-T200-N1": ([0, 200], 2),
     "fused3-T983-N2": ([0, 886, 983], 4),
     "fused3-T1400-N3": ([0, 1300, 1301, 1400], 6),
+    "fused3-T255-N3": ([0, 126, 200, 255], 6),
     "fused-split-T959-N4": ([0, 303, 600, 601, 959], 7),
     "fused-split-T1400-N20": ([i * 70 for i in range(21)], 7),
     "seg-T2107-N1": ([0, 2107], 8),
@@ -394,7 +405,10 @@ LONG_CASES = {   # name: (cu_seqlens, the launch-table row it must take)
     "two-launch-T8192-N3": ([0, 5000, 5001, 8192], 11),
     "two-launch-trans-T4124-N15": ([round(i * 4124 / 15) for i in range(16)], 12),
     "wide-T3000-N20": ([i * 150 for i in range(21)], 13),
-    "wide-T8192-N57": ([round(i * 8192 / 57) for i in range(58)], 13),
+    "wide-T8192-N20": ([round(i * 8192 / 20) for i in range(21)], 13),
+    "wgmma-T8192-N57": ([round(i * 8192 / 57) for i in range(58)], 14),
+    "wgmma-T8192-N25": ([0] + [round(i * 8192 / 25) + 1 for i in range(1, 25)] + [8192], 14),
+    "wgmma-T3000-N40": ([round(i * 3000 / 40) for i in range(41)], 14),
 }
 
 
@@ -404,6 +418,30 @@ def test_gpu_launch_table_on_contest_shapes(cu, row):
     assert pk._pick(cu[-1], len(cu) - 1) is pk._LAUNCH_TABLE[row][2]
     out_err, state_err = run_and_check(pk.kernel, cu, seed=7, out_atol=2e-3)
     print(f"\n{cu[-1]} tokens, {len(cu) - 1} seqs: output max abs err {out_err:.3g}, state {state_err:.3g}")
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("row", ["_FUSED_WG_3STAGE_CFG", "_FUSED_WG_3STAGE_32_CFG", "_FUSED_WG_SPLIT_CFG",
+                                 "_FUSED_WG_CFG", "_SEG_WG_CFG", "_TWO_LAUNCH_WG_CFG"])
+def test_gpu_wgmma_rows(row, monkeypatch):
+    # rounds 30-32: Triton 3.6 miscompiled earlier chains on wgmma (round 13; r31: the BV32 chain with 1 stage made
+    # an illegal access), so every wgmma row is checked at its own config on shapes beside the table's, twice each;
+    # then as a GPU without wgmma runs it (a B200): its "no_wgmma" config, whose last launch has fewer wgmma ops
+    cfg = getattr(pk, row)
+    inputs = make_inputs([0, 300, 1400], 3)
+    out, ns = torch.empty(1400, 8, 128, dtype=torch.bfloat16, device=DEVICE), torch.empty_like(inputs[3])
+    wgmma_ops = []
+    for wgmma in (True, False):
+        if not wgmma:
+            monkeypatch.setattr(pk, "_has_wgmma", lambda device: False)
+        for cu, seeds in (([0, 2107], (11, 12)), ([0, 1, 700, 1400], (11, 12)),
+                          ([round(i * 2999 / 40) for i in range(41)], (11, 12)),
+                          ([round(i * 8192 / 57) for i in range(58)], (11,))):
+            for seed in seeds:
+                run_and_check(with_cfg(cfg), cu, seed=seed, out_atol=2e-3)
+        handle = pk._launch(pk.ALGO_CHUNK, *inputs, 0.0, out, ns, cfg=cfg)
+        wgmma_ops.append(handle.asm["ptx"].count("wgmma.mma_async"))
+    assert wgmma_ops[0] > wgmma_ops[1], wgmma_ops
 
 
 @pytest.mark.gpu

@@ -69,6 +69,7 @@ the interpreter's bf16 tl.dot is wrong; on the GPU the operand precisions are th
 constexprs below.
 """
 import contextlib
+import functools
 import math
 import os
 import re
@@ -1215,21 +1216,38 @@ _TWO_LAUNCH_LPT_CFG = dict(_TWO_LAUNCH_CFG, lpt=True)     # longest first below 
 # take sequences in index order (_launch ranks none for them)
 _SEG_CFG = dict(_TWO_LAUNCH_T_CFG, num_stages=2, segs=3, seg_bv=16)
 _SEG_3STAGE_CFG = dict(_SEG_CFG, num_stages=3)       # from 3000 tokens (round 28)
+
+
+def _wg(cfg, **change):
+    """cfg with `change`: an untransposed chain whose dots lower to Hopper wgmma (rounds 30-32). Off sm_90 (no
+    wgmma; a B200 would lower the same source to mma.sync, untuned there) _launch runs cfg itself ("no_wgmma")."""
+    return dict(cfg, trans=False, **change, no_wgmma=cfg)
+
+
+# The fused launch compiles its two roles as one kernel, so "prep_mma_v3" puts the chain role's dots on wgmma too
+# (untransposed: C = 64 rows, enough for wgmma; the transposed chain's BV rows are not).
+_FUSED_WG_3STAGE_CFG = _wg(_FUSED_3STAGE_SPLIT_CFG)
+_FUSED_WG_3STAGE_32_CFG = _wg(_FUSED_3STAGE_SPLIT_CFG, BV=32)
+_FUSED_WG_SPLIT_CFG = _wg(_FUSED_SPLIT_CFG)
+_FUSED_WG_CFG = _wg(_FUSED_CFG, prep_mma_v3=True)
+_SEG_WG_CFG = _wg(_SEG_CFG, chain_mma_v3=True)
+_TWO_LAUNCH_WG_CFG = _wg(_TWO_LAUNCH_WIDE_CFG, BV=64, num_stages=2, chain_mma_v3=True)
 _LAUNCH_TABLE = [
     (16, None, _ONE_LAUNCH_C16_CFG),
     (32, None, _ONE_LAUNCH_CFG),
-    (1400, 1, _FUSED_3STAGE_SPLIT_CFG),
+    (1400, 1, _FUSED_WG_3STAGE_CFG),
     (64, None, _ONE_LAUNCH_CFG),
-    (1400, 2, _FUSED_3STAGE_SPLIT_CFG),
+    (1400, 2, _FUSED_WG_3STAGE_CFG),
     (179, None, _ONE_LAUNCH_CFG),
-    (1400, 3, _FUSED_3STAGE_SPLIT_CFG),
-    (1400, None, _FUSED_SPLIT_CFG),
-    (2999, 2, _SEG_CFG),
-    (2999, None, _FUSED_CFG),
+    (1400, 3, _FUSED_WG_3STAGE_32_CFG),
+    (1400, None, _FUSED_WG_SPLIT_CFG),
+    (2999, 2, _SEG_WG_CFG),
+    (2999, None, _FUSED_WG_CFG),
     (None, 2, _SEG_3STAGE_CFG),
     (None, 4, _TWO_LAUNCH_LPT_CFG),
     (None, 15, _TWO_LAUNCH_T_CFG),
-    (None, None, _TWO_LAUNCH_WIDE_CFG),
+    (None, 24, _TWO_LAUNCH_WIDE_CFG),
+    (None, None, _TWO_LAUNCH_WG_CFG),
 ]
 # From this many sequences on, CTAs take sequences longest first (_longest_first). Round 4
 # (results/h200/logs/prefill_sweep_r4.json, official span, twice each, interleaved): on for all,
@@ -1301,6 +1319,12 @@ def _pick(T, N, table=None):
                 if (max_t is None or T <= max_t) and (max_n is None or N <= max_n))
 
 
+@functools.lru_cache(maxsize=None)
+def _has_wgmma(device):
+    """Whether the GPU has Hopper's wgmma (sm_90 only: a B200, sm_100, has tcgen05 instead)."""
+    return torch.cuda.get_device_capability(device)[0] == 9
+
+
 def _launch(algo, q, k, v, state, A_log, a, dt_bias, b, cu_seqlens, scale, output, new_state,
             cfg=None, prec=None):
     T = q.shape[0]
@@ -1310,12 +1334,14 @@ def _launch(algo, q, k, v, state, A_log, a, dt_bias, b, cu_seqlens, scale, outpu
         scale = _DEFAULT_SCALE
     if cfg is None:
         cfg = _RECURRENT_CFG if algo == ALGO_RECURRENT else _pick(T, N)
+    on_gpu = q.is_cuda
+    if on_gpu and "no_wgmma" in cfg and not _has_wgmma(q.device):
+        cfg = cfg["no_wgmma"]
     C = cfg["C"]
     BV = cfg["BV"]
     SB = min(cfg.get("SB", 16), C)
     log2nb = (C // SB).bit_length() - 1
     scan = cfg.get("scan", 0)
-    on_gpu = q.is_cuda
     if on_gpu:
         p = dict(PREC_QK=P_BF16, PREC_T=P_TF32, PREC_S=P_BF16X2, PREC_Q=P_BF16, PREC_O=P_BF16)
         if prec:
