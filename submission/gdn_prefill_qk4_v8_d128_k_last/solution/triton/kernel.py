@@ -34,9 +34,10 @@ unit-norm keys with a delta rule produce. The one-launch rows keep: the state co
 K^T X as two bf16 dots each (the fp32 operand split into bf16 hi + lo, ~16 mantissa bits, so state
 errors stay ~1e-3 and do not grow with length); Tm and its merges and Tm R in tf32; Q H and P X
 (output only) in bf16. The dots are lowered to
-mma.sync (see _MMA_ENV: Triton 3.6's wgmma lowering of this loop was measured wrong), except in the
-two-launch rows' first launch and the prep role of the fused launch up to 1400 tokens, which run on
-Hopper wgmma (_MMA_V3_ENV; mma.sync elsewhere). Gates are
+mma.sync (see _MMA_ENV: Triton 3.6's wgmma lowering of the one-launch loop was measured wrong), except in the
+two-launch rows' first launch, the fused launch's prep role up to 1400 tokens, and the untransposed chains of
+the rows built by _wg (the fused rows, the 1401-2999-token segment row, the N >= 25 two-launch row), which run on
+Hopper wgmma (_MMA_V3_ENV) on an sm_90 GPU; elsewhere mma.sync. Gates are
 computed in the kernel; varlen via cu_seqlens read in the kernel; the partial last chunk of a
 sequence is masked (masked rows get k = q = v = 0, beta = 0, log-gate = 0, so they are inert).
 
@@ -49,7 +50,8 @@ I/O and output stores are shared:
     ALGO_RECURRENT token-by-token register-resident recurrence, no tensor cores (the ablation:
                    `kernel_recurrent`)
     ALGO_CHUNK_WS_T ALGO_CHUNK_WS with the state slice held transposed, [BV, K] (cfg "trans"):
-                   the chain of the fused launch and of the two-launch rows with N >= 5
+                   the chain of the two-launch rows with N = 5..24 and, off sm_90, of the fused launch
+                   (the _wg rows run the untransposed chain on wgmma)
 The chunked ALGOs load each chunk's v, a and b one step early (cfg "prefetch", every row of the table);
 the recurrent one reads them token by token inside its chunk loop, so there is nothing to prefetch.
 A launch config with "fused" runs ALGO_CHUNK_WS's two launches as two roles of one launch
@@ -966,9 +968,12 @@ def _gdn_fused_kernel(
 #             state), so the serial walk is ~2/3 of the chain's
 #   T >= 3000: two launches (ws): Tm and P of every (chunk, head) in parallel first, then the
 #             serial per-sequence chain, 3 stages; BV=16 (N <= 15: few sequences, so more V slices; N <= 4
-#             the untransposed chain, else the transposed one) or the transposed BV=32 (N >= 16); the
-#             prep's CTAs compute Tm or P (split) on wgmma (round 13)
+#             the untransposed chain, else the transposed one) or the transposed BV=32 (N = 16..24), or
+#             BV=64 on wgmma (N >= 25, below); the prep's CTAs compute Tm or P (split) on wgmma (round 13)
 #   every row from 33 tokens but the one-launch rows: cfg "f16" (rounds 26, 27)
+#   on an sm_90 GPU (rounds 30-32, _wg): the fused rows, the N <= 2 segment row below 3000 tokens and the N >= 25
+#             two-launch row with the chain untransposed on wgmma (the fused N = 3 row at BV=32, the N >= 25 row
+#             at BV=64 with 2 stages); off sm_90 each runs the config it replaced ("no_wgmma")
 #   one-launch C=32/BV=32 on everything: 133.9 us mean (earlier sweep).
 # Per-launch GPU times on the H200 (torch.profiler, cold L2, median of 5; results/h200/logs/
 # prefill_diag.json), prep + chain in us, 4 warps, 2 stages:
@@ -1192,11 +1197,40 @@ def _gdn_fused_kernel(
 # instead of the fused launch on 1401-2999 tokens: 2040/2 87.5 -> 71.4 (adopted for N = 2; N = 3 +1..+6 but
 # 1796/3 -6.9, 2857/3 -2.7, not adopted); the fused launch on the one-launch calls from 33 tokens: 139/3 -4.7, -5.0,
 # the 6 others +0.5..+7.3 (not adopted).
+# Round 29 (logs/prefill_sweep_r29.json, at a086746, the 16 calls with T = 8192, once each): the N >= 16 row's chain
+# with 8 warps capped at 128 registers (2 CTAs per SM, 8-10 B of spills) 104.8 -> 117.4 (3 stages) / 119.8 (2), BV64
+# / 8 warps / 128 registers 147.3; the prep capped at 128 registers 104.8 (no change: 3 CTAs per SM either way, its
+# shared memory allows no more). Nsight Compute at a086746 (logs/ncu_a086746, 8192/57): the chain 76 us, 25 % of its
+# warp samples in the code run once per CTA (mostly waiting for the state slice, from DRAM), 68 % in the loop; L1 /
+# shared-memory throughput 72 %, issue slots 25 %; the prep 38 us, 41 % issue, 3 CTAs per SM.
+# Round 30 (logs/prefill_sweep_r30.json, at d0d1121, the 21 calls from 3000 tokens, each candidate in its own
+# process): the untransposed chain with its dots on wgmma (cfg "chain_mma_v3"; offline sm_90 at BV32 with 2 stages:
+# 164 registers, 571 instructions and 32 HGMMA per step against the transposed mma.sync chain's 255, 659 and 128 HMMA
+# + 74 LDSM; 106 KB of shared memory, 2 CTAs per SM): no failing element, errors unchanged; T = 8192 104.3 -> 100.7
+# (BV32, 2 stages), 95.6 (BV64, 2 stages: 115 KB, 1 CTA per SM, half the CTAs), 122.0 (BV32, 3 stages: 156 KB,
+# 1 CTA per SM); BV16 124.3; BV32 on the N <= 15 rows 3028/5 +0.0, 3999/13 +1.8, 4124/15 -5.3 (not adopted).
+# Round 31 (logs/prefill_sweep_r31.json, at 5fa8d1f): BV64 again 105.5 -> 96.9 at T = 8192 (faster on 14 of 16; N = 20
+# +11: 320 CTAs, under 3 waves at 1 CTA per SM, hence the row from N = 25); BV64 with 1 stage 114.7, with 8 warps
+# 127.3 / 141.5 (1 / 2 stages), BV128 with 8 warps and 1 stage 148.0 (34 B of spills); BV64 on the N = 5..15 calls
+# +1.9..+17. BV32 with 1 stage: an illegal memory access (Triton 3.6; cf. round 13), hence a GPU test per wgmma row.
+# The fused launch's chain role untransposed on wgmma (cfg "prep_mma_v3", one compile with the prep role; the
+# 1401-2999 row gains the wgmma prep role too): the 53 fused calls 27.3 -> 25.4 us (N = 2 -1.2..-4.7, 1377/1 -9.0,
+# 1401-2999 tokens -5..-8; N = 1 up to 134 tokens +0.0..+0.3, N = 3 below 300 tokens +3.5); at BV32: N = 3 202-294
+# tokens -2.6..-3.6 against the table, 661/3 -2.6, 973/3 +1.0 / -0.1. Adopted: BV16 for the fused rows, BV32 for N = 3.
+# Round 32 (logs/prefill_sweep_r32.json, at 44f0fef, the 4 segment calls): the segment walks untransposed on wgmma,
+# 2 stages: 2107/1 67.4 -> 65.8, 3271/2 86.4 -> 85.7, 5709/2 152.5 -> 158.4 (2040/2, the first call of each process,
+# 85.0 -> 69.3: both inflated, its harness value was 72.6); 3 stages (1 CTA per SM) +17..+35. Adopted below 3000
+# tokens. The harness pass at ac2c981 then measured 2107/1 76.4 and 2040/2 76.4 against cf00160's 65.9 and 72.6: the
+# sweep's gain did not hold there; UNRESOLVED (to re-sweep interleaved, repeated).
+# Harness pass at ac2c981 (rounds 30-32 in): all 100: 36.9 us (T < 512 19.3 -> 17.7, T < 2048 44.5 -> 41.1), T = 8192
+# 95.8 us (86.8-103.9, against cf00160's 105.2, 93.1-118.6).
 # B200 (148 SMs, sm_100a): UNMEASURED. The thresholds (16, 32, 64, 180, 1400, 3000 tokens, N = 1/2/3/4/15), the
 # V splits and the segment count (3: its first launch has 24 CTAs per head and sequence, 192 for one sequence,
 # within the 264 that fit at once on 132 SMs; 148 SMs fit 296) come from H200 timings only; every entry is
-# correct on any GPU (same code, mma.sync path), with one difference: the prep of the two-launch rows and of the
-# fused rows up to 1400 tokens is wgmma on the H200 and mma.sync on a B200 (MMAv5 stays off); those mma.sync builds of the split prep passed their
+# correct on any GPU (same code, mma.sync path), with two differences: the prep of the two-launch rows and of the
+# fused rows up to 1400 tokens is wgmma on the H200 and mma.sync on a B200 (MMAv5 stays off); and the rows built by
+# _wg run their "no_wgmma" config there (the H200 table before rounds 30-32), since their untransposed chains were
+# tuned for wgmma only (at BV64 on mma.sync the chain spills: round 3); those mma.sync builds of the split prep passed their
 # GPU tests on the H200 (test_gpu_prep_variants, test_gpu_fused_prep_knobs). The cfg "f16" builds for sm_100 (chain,
 # fused, segment and prep kernels) compile offline without spills; fp16 mma.sync exists there too.
 _ONE_LAUNCH_CFG = dict(C=32, BV=32, SB=16, num_warps=4, num_stages=2, prefetch=True)
@@ -1275,10 +1309,14 @@ _MMA_ENV = {"DISABLE_MMA_V3": "1", "DISABLE_MMA_V5": "1"}
 # disabled, so on a B200 the prep is the validated mma.sync build. The chain with wgmma (round 13, at
 # 8f12793: the untransposed chain, 1 stage, offline 225 registers and 1054 instructions per step at
 # BV32 against 1383) was miscompiled like the one-launch loop: wrong outputs at BV16 (max abs error
-# 0.19), an illegal memory access at BV32. So the chain keeps _MMA_ENV. The fused launch with the key
-# (rows up to 1400 tokens, round 17) compiles its prep role's dots to wgmma; its chain role's dots have
-# BV = 16 rows, too few for wgmma, so they stay mma.sync (offline sm_90 SASS: HGMMA in the prep role
-# only); it passes its GPU tests and round 17's float64 checks. (Upstream
+# 0.19), an illegal memory access at BV32. So the chain kept _MMA_ENV until the f16 chain (round 30): cfg
+# "chain_mma_v3" (the rows built by _wg) lowers the untransposed f16 chain with 2 stages to wgmma; it passed the
+# float64 checks of rounds 30-32 and its GPU tests (test_gpu_wgmma_rows), while the same chain with 1 stage at BV32
+# still made an illegal memory access (round 31), so the key is used only as measured. The fused launch with the key
+# (rows up to 1400 tokens, round 17) compiles its prep role's dots to wgmma; with the transposed chain its chain
+# role's dots have BV = 16 rows, too few for wgmma, so they stay mma.sync (offline sm_90 SASS: HGMMA in the prep
+# role only), while the untransposed chain role of the _wg rows (C = 64 rows) is wgmma too; both pass their GPU
+# tests and float64 checks (rounds 17, 31). (Upstream
 # reports of the same class: triton-lang/triton #10486 and #11366, several tl.dot on sm_90 wgmma, illegal
 # accesses from Triton 3.6 on.)
 _MMA_V3_ENV = {"DISABLE_MMA_V3": None, "DISABLE_MMA_V5": "1"}
