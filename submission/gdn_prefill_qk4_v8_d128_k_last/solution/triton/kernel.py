@@ -180,13 +180,11 @@ def _cumsum(x, C: tl.constexpr, SCAN: tl.constexpr):
 
 
 @triton.jit
-def _chunk_tm(k, G, beta, C: tl.constexpr, SB: tl.constexpr, LOG2NB: tl.constexpr,
-              PREC_QK: tl.constexpr, PREC_T: tl.constexpr):
-    """Tm = (I + A)^-1, A[r,s] = beta_r exp(G_r - G_s) (k_r . k_s) for s < r (fp32 [C, C])."""
+def _chunk_tm(kk, G, beta, C: tl.constexpr, SB: tl.constexpr, LOG2NB: tl.constexpr, PREC_T: tl.constexpr):
+    """Tm = (I + A)^-1, A[r,s] = beta_r exp(G_r - G_s) (k_r . k_s) for s < r (fp32 [C, C]); kk = K K^T."""
     NB: tl.constexpr = C // SB
     r = tl.arange(0, C)
     lower = r[:, None] > r[None, :]
-    kk = _mm(k, tl.trans(k), PREC_QK)
     dG = tl.where(lower, G[:, None] - G[None, :], 0.0)
     A = tl.where(lower, beta[:, None] * tl.exp(dG) * kk, 0.0)
 
@@ -219,12 +217,12 @@ def _chunk_tm(k, G, beta, C: tl.constexpr, SB: tl.constexpr, LOG2NB: tl.constexp
 
 
 @triton.jit
-def _chunk_p(q, k, G, C: tl.constexpr, PREC_QK: tl.constexpr):
-    """P = (Q K^T) o M, M[r,s] = exp(G_r - G_s) for s <= r, else 0 (fp32 [C, C])."""
+def _chunk_p(qk, G, C: tl.constexpr):
+    """P = (Q K^T) o M, M[r,s] = exp(G_r - G_s) for s <= r, else 0 (fp32 [C, C]); qk = Q K^T."""
     r = tl.arange(0, C)
     causal = r[:, None] >= r[None, :]
     P = tl.where(causal, tl.exp(tl.where(causal, G[:, None] - G[None, :], 0.0)), 0.0)
-    return P * _mm(q, tl.trans(k), PREC_QK)
+    return P * qk
 
 
 @triton.jit
@@ -452,8 +450,8 @@ def _step(H, c0, bos, eos, n, h, hq, v0, q_ptr, k_ptr, v_ptr, a_ptr, b_ptr, o_pt
             G = _cumsum(lg, C, SCAN)
             gam, dec, egC = _gate_vectors(G)
         if ALGO == 0:
-            Tm = _chunk_tm(k, G, beta, C, SB, LOG2NB, PREC_QK, PREC_T)
-            P = _chunk_p(q, k, G, C, PREC_QK)
+            Tm = _chunk_tm(_mm(k, tl.trans(k), PREC_QK), G, beta, C, SB, LOG2NB, PREC_T)
+            P = _chunk_p(_mm(q, tl.trans(k), PREC_QK), G, C)
         else:
             Tm = tl.load(ws_ptr + _ws_off(slot, h, C, NHV))
             P = 0.0
@@ -461,7 +459,7 @@ def _step(H, c0, bos, eos, n, h, hq, v0, q_ptr, k_ptr, v_ptr, a_ptr, b_ptr, o_pt
                 if WS_P:
                     P = tl.load(wp_ptr + _wp_off(slot, h, F16, C, NHV, NHK, DK)).to(tl.float32)
                 else:
-                    P = _chunk_p(q, k, G, C, PREC_QK)
+                    P = _chunk_p(_mm(q, tl.trans(k), PREC_QK), G, C)
         if ALGO == 3:
             O, H = _chunk_apply_t(H, Tm, P, q, k, v, gam, beta, dec, egC, scale, PREC_T, PREC_S, PREC_Q, PREC_O, OUT)
         else:
@@ -678,8 +676,10 @@ def _chain(pid_v, pid_nh, q_ptr, k_ptr, v_ptr, s_ptr, alog_ptr, a_ptr, dtb_ptr, 
 def _prep_slot(slot, h, q_ptr, k_ptr, alog_ptr, a_ptr, dtb_ptr, b_ptr, cu_ptr, ws_ptr, wp_ptr, N,
                DO_TM: tl.constexpr, WS_P: tl.constexpr, C: tl.constexpr, SB: tl.constexpr,
                LOG2NB: tl.constexpr, SCAN: tl.constexpr, NP2: tl.constexpr, PREC_QK: tl.constexpr,
-               PREC_T: tl.constexpr, NHV: tl.constexpr, NHK: tl.constexpr, DK: tl.constexpr):
-    """Tm (if DO_TM) and P (if WS_P) of workspace slot `slot`, head h.
+               PREC_T: tl.constexpr, NHV: tl.constexpr, NHK: tl.constexpr, DK: tl.constexpr,
+               PAIR: tl.constexpr = False):
+    """Tm (if DO_TM) and P (if WS_P) of workspace slot `slot`, head h; with PAIR (cfg "prep_pair") of heads h and
+    h + 1 (h even: the two v-heads of one q/k head), K K^T and Q K^T computed once for both.
 
     Chunk j of sequence n lives in slot bos_n // C + n + j; the slots of distinct chunks are
     distinct and all below T // C + N + 1 (floor(b/C) + ceil(L/C) <= floor((b+L)/C) + 1).
@@ -696,8 +696,6 @@ def _prep_slot(slot, h, q_ptr, k_ptr, alog_ptr, a_ptr, dtb_ptr, b_ptr, cu_ptr, w
     eos = tl.load(cu_ptr + n + 1).to(tl.int32)
     c0 = bos + (slot - (bos // C + n)) * C
     if c0 < eos:
-        alog = tl.load(alog_ptr + h).to(tl.float32)
-        dtb = tl.load(dtb_ptr + h).to(tl.float32)
         r = tl.arange(0, C)
         kx = tl.arange(0, DK)
         tok = c0 + r
@@ -706,27 +704,36 @@ def _prep_slot(slot, h, q_ptr, k_ptr, alog_ptr, a_ptr, dtb_ptr, b_ptr, cu_ptr, w
         F16: tl.constexpr = wp_ptr.dtype.element_ty == tl.float16      # cfg "f16" (_wp_off)
         if DO_TM:
             k = tl.load(k_ptr + qk_off, mask=valid[:, None], other=0.0)
-            lg, beta = _chunk_gates(a_ptr, b_ptr, tok, valid, h, alog, dtb, NHV)
-            G = _cumsum(lg, C, SCAN)
-            Tm = _chunk_tm(k, G, beta, C, SB, LOG2NB, PREC_QK, PREC_T)
-            tl.store(ws_ptr + _ws_off(slot, h, C, NHV), Tm.to(ws_ptr.dtype.element_ty))
+            kk = _mm(k, tl.trans(k), PREC_QK)
             if F16:
                 if h % (NHV // NHK) == 0:   # one copy per q/k head
                     tl.store(wp_ptr + _kq_off(slot, hq, C, NHV, NHK, DK), k.to(tl.float16))
-                gam, dec, egC = _gate_vectors(G)
-                gp = wp_ptr.to(tl.pointer_type(tl.float32)) + _g_off(slot, h, C, NHV, NHK, DK)
-                tl.store(gp + r, gam)
-                tl.store(gp + C + r, beta)
-                tl.store(gp + 2 * C + r, dec)
+            for j in tl.static_range(1 + PAIR):
+                alog = tl.load(alog_ptr + h + j).to(tl.float32)
+                dtb = tl.load(dtb_ptr + h + j).to(tl.float32)
+                lg, beta = _chunk_gates(a_ptr, b_ptr, tok, valid, h + j, alog, dtb, NHV)
+                G = _cumsum(lg, C, SCAN)
+                Tm = _chunk_tm(kk, G, beta, C, SB, LOG2NB, PREC_T)
+                tl.store(ws_ptr + _ws_off(slot, h + j, C, NHV), Tm.to(ws_ptr.dtype.element_ty))
+                if F16:
+                    gam, dec, egC = _gate_vectors(G)
+                    gp = wp_ptr.to(tl.pointer_type(tl.float32)) + _g_off(slot, h + j, C, NHV, NHK, DK)
+                    tl.store(gp + r, gam)
+                    tl.store(gp + C + r, beta)
+                    tl.store(gp + 2 * C + r, dec)
         if WS_P:
             k = tl.load(k_ptr + qk_off, mask=valid[:, None], other=0.0)
-            lg, beta = _chunk_gates(a_ptr, b_ptr, tok, valid, h, alog, dtb, NHV)
             q = tl.load(q_ptr + qk_off, mask=valid[:, None], other=0.0)
-            P = _chunk_p(q, k, _cumsum(lg, C, SCAN), C, PREC_QK)
-            tl.store(wp_ptr + _wp_off(slot, h, F16, C, NHV, NHK, DK), P.to(wp_ptr.dtype.element_ty))
+            qk = _mm(q, tl.trans(k), PREC_QK)
             if F16:
                 if h % (NHV // NHK) == 0:
                     tl.store(wp_ptr + _kq_off(slot, hq, C, NHV, NHK, DK) + C * DK, q.to(tl.float16))
+            for j in tl.static_range(1 + PAIR):
+                alog = tl.load(alog_ptr + h + j).to(tl.float32)
+                dtb = tl.load(dtb_ptr + h + j).to(tl.float32)
+                lg, beta = _chunk_gates(a_ptr, b_ptr, tok, valid, h + j, alog, dtb, NHV)
+                P = _chunk_p(qk, _cumsum(lg, C, SCAN), C)
+                tl.store(wp_ptr + _wp_off(slot, h + j, F16, C, NHV, NHK, DK), P.to(wp_ptr.dtype.element_ty))
 
 
 # --------------------------------------------------------------------------------------------
@@ -757,30 +764,32 @@ def _gdn_prep_kernel(
     SCAN: tl.constexpr, NP2: tl.constexpr,
     PREC_QK: tl.constexpr, PREC_T: tl.constexpr,
     NHV: tl.constexpr, NHK: tl.constexpr, DK: tl.constexpr, SPLIT: tl.constexpr,
-    MMA_V3: tl.constexpr = False, RANK: tl.constexpr = False,
+    MMA_V3: tl.constexpr = False, RANK: tl.constexpr = False, PAIR: tl.constexpr = False,
 ):
     """Two-launch variant, first launch: Tm (and P) of every (chunk, head), grid (slots, HV, 1);
     with SPLIT (cfg "prep_split", the two-launch rows) grid (slots, HV, 2): Tm and P in separate CTAs,
-    each path with fewer live registers. MMA_V3 (cfg "prep_mma_v3") is not read: it only keys Triton's
+    each path with fewer live registers. PAIR (cfg "prep_pair"): one CTA per q/k head, grid (slots, NHK, 1 or
+    2), its two v-heads sharing the k and q loads and K K^T / Q K^T (_prep_slot). MMA_V3 (cfg "prep_mma_v3") is not read: it only keys Triton's
     in-process kernel cache, which ignores the env knobs that pick the lowering (_launch_env). RANK (cfg
     "lpt_ws"): the CTAs (p < N, 0, 0) also write sequence p's row of the longest-first table (_rank_sequence)
     that the chain launch reads."""
     if RANK:
         if (tl.program_id(0) < N) & (tl.program_id(1) == 0) & (tl.program_id(2) == 0):
             _rank_sequence(tl.program_id(0), cu_ptr, perm_ptr, N, NP2)
+    h = tl.program_id(1) * (1 + PAIR)
     if SPLIT:
         if tl.program_id(2) == 0:
-            _prep_slot(tl.program_id(0), tl.program_id(1), q_ptr, k_ptr, alog_ptr, a_ptr, dtb_ptr,
+            _prep_slot(tl.program_id(0), h, q_ptr, k_ptr, alog_ptr, a_ptr, dtb_ptr,
                        b_ptr, cu_ptr, ws_ptr, wp_ptr, N, True, False, C, SB, LOG2NB, SCAN, NP2,
-                       PREC_QK, PREC_T, NHV, NHK, DK)
+                       PREC_QK, PREC_T, NHV, NHK, DK, PAIR)
         else:
-            _prep_slot(tl.program_id(0), tl.program_id(1), q_ptr, k_ptr, alog_ptr, a_ptr, dtb_ptr,
+            _prep_slot(tl.program_id(0), h, q_ptr, k_ptr, alog_ptr, a_ptr, dtb_ptr,
                        b_ptr, cu_ptr, ws_ptr, wp_ptr, N, False, True, C, SB, LOG2NB, SCAN, NP2,
-                       PREC_QK, PREC_T, NHV, NHK, DK)
+                       PREC_QK, PREC_T, NHV, NHK, DK, PAIR)
     else:
-        _prep_slot(tl.program_id(0), tl.program_id(1), q_ptr, k_ptr, alog_ptr, a_ptr, dtb_ptr, b_ptr,
+        _prep_slot(tl.program_id(0), h, q_ptr, k_ptr, alog_ptr, a_ptr, dtb_ptr, b_ptr,
                    cu_ptr, ws_ptr, wp_ptr, N, True, WS_P, C, SB, LOG2NB, SCAN, NP2, PREC_QK, PREC_T,
-                   NHV, NHK, DK)
+                   NHV, NHK, DK, PAIR)
 
 
 @triton.jit
@@ -1437,11 +1446,12 @@ def _launch(algo, q, k, v, state, A_log, a, dt_bias, b, cu_seqlens, scale, outpu
     else:
         perm = _workspace("perm", 4 * N, torch.int32, q.device) if rank else cu_seqlens   # else a dummy
         if use_ws:
-            launches.append((_gdn_prep_kernel, (nslot, HV, 2 if split else 1), dict(
+            pair = bool(cfg.get("prep_pair"))       # one prep CTA per q/k head: its two v-heads
+            launches.append((_gdn_prep_kernel, (nslot, HK if pair else HV, 2 if split else 1), dict(
                 q_ptr=q, k_ptr=k, alog_ptr=A_log, a_ptr=a, dtb_ptr=dt_bias, b_ptr=b, cu_ptr=cu_seqlens,
                 ws_ptr=ws, wp_ptr=wp, perm_ptr=perm, N=N, WS_P=ws_p, C=C, SB=SB, LOG2NB=log2nb, SCAN=scan,
                 NP2=np2, PREC_QK=p["PREC_QK"], PREC_T=p["PREC_T"], NHV=HV, NHK=HK, DK=D, SPLIT=split,
-                MMA_V3=bool(cfg.get("prep_mma_v3")), RANK=rank), prep_opts))
+                MMA_V3=bool(cfg.get("prep_mma_v3")), RANK=rank, PAIR=pair), prep_opts))
             algo = chain_algo
         if segs:
             mats = N * (segs - 1) * HV * D * D      # segment end states E and transitions X (A^T)
