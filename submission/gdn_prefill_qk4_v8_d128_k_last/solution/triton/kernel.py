@@ -180,8 +180,15 @@ def _cumsum(x, C: tl.constexpr, SCAN: tl.constexpr):
 
 
 @triton.jit
-def _chunk_tm(kk, G, beta, C: tl.constexpr, SB: tl.constexpr, LOG2NB: tl.constexpr, PREC_T: tl.constexpr):
-    """Tm = (I + A)^-1, A[r,s] = beta_r exp(G_r - G_s) (k_r . k_s) for s < r (fp32 [C, C]); kk = K K^T."""
+def _chunk_tm(k, G, beta, C: tl.constexpr, SB: tl.constexpr, LOG2NB: tl.constexpr,
+              PREC_QK: tl.constexpr, PREC_T: tl.constexpr):
+    """Tm = (I + A)^-1, A[r,s] = beta_r exp(G_r - G_s) (k_r . k_s) for s < r (fp32 [C, C])."""
+    return _tm_of(_mm(k, tl.trans(k), PREC_QK), G, beta, C, SB, LOG2NB, PREC_T)
+
+
+@triton.jit
+def _tm_of(kk, G, beta, C: tl.constexpr, SB: tl.constexpr, LOG2NB: tl.constexpr, PREC_T: tl.constexpr):
+    """_chunk_tm from the Gram matrix kk = K K^T (cfg "prep_pair" shares it between two v-heads)."""
     NB: tl.constexpr = C // SB
     r = tl.arange(0, C)
     lower = r[:, None] > r[None, :]
@@ -217,12 +224,17 @@ def _chunk_tm(kk, G, beta, C: tl.constexpr, SB: tl.constexpr, LOG2NB: tl.constex
 
 
 @triton.jit
-def _chunk_p(qk, G, C: tl.constexpr):
-    """P = (Q K^T) o M, M[r,s] = exp(G_r - G_s) for s <= r, else 0 (fp32 [C, C]); qk = Q K^T."""
+def _chunk_p(q, k, G, C: tl.constexpr, PREC_QK: tl.constexpr):
+    """P = (Q K^T) o M, M[r,s] = exp(G_r - G_s) for s <= r, else 0 (fp32 [C, C])."""
+    return _decay_mask(G, C) * _mm(q, tl.trans(k), PREC_QK)
+
+
+@triton.jit
+def _decay_mask(G, C: tl.constexpr):
+    """M of _chunk_p: exp(G_r - G_s) for s <= r, else 0 (fp32 [C, C])."""
     r = tl.arange(0, C)
     causal = r[:, None] >= r[None, :]
-    P = tl.where(causal, tl.exp(tl.where(causal, G[:, None] - G[None, :], 0.0)), 0.0)
-    return P * qk
+    return tl.where(causal, tl.exp(tl.where(causal, G[:, None] - G[None, :], 0.0)), 0.0)
 
 
 @triton.jit
@@ -450,8 +462,8 @@ def _step(H, c0, bos, eos, n, h, hq, v0, q_ptr, k_ptr, v_ptr, a_ptr, b_ptr, o_pt
             G = _cumsum(lg, C, SCAN)
             gam, dec, egC = _gate_vectors(G)
         if ALGO == 0:
-            Tm = _chunk_tm(_mm(k, tl.trans(k), PREC_QK), G, beta, C, SB, LOG2NB, PREC_T)
-            P = _chunk_p(_mm(q, tl.trans(k), PREC_QK), G, C)
+            Tm = _chunk_tm(k, G, beta, C, SB, LOG2NB, PREC_QK, PREC_T)
+            P = _chunk_p(q, k, G, C, PREC_QK)
         else:
             Tm = tl.load(ws_ptr + _ws_off(slot, h, C, NHV))
             P = 0.0
@@ -459,7 +471,7 @@ def _step(H, c0, bos, eos, n, h, hq, v0, q_ptr, k_ptr, v_ptr, a_ptr, b_ptr, o_pt
                 if WS_P:
                     P = tl.load(wp_ptr + _wp_off(slot, h, F16, C, NHV, NHK, DK)).to(tl.float32)
                 else:
-                    P = _chunk_p(_mm(q, tl.trans(k), PREC_QK), G, C)
+                    P = _chunk_p(q, k, G, C, PREC_QK)
         if ALGO == 3:
             O, H = _chunk_apply_t(H, Tm, P, q, k, v, gam, beta, dec, egC, scale, PREC_T, PREC_S, PREC_Q, PREC_O, OUT)
         else:
@@ -696,26 +708,37 @@ def _prep_slot(slot, h, q_ptr, k_ptr, alog_ptr, a_ptr, dtb_ptr, b_ptr, cu_ptr, w
     eos = tl.load(cu_ptr + n + 1).to(tl.int32)
     c0 = bos + (slot - (bos // C + n)) * C
     if c0 < eos:
+        alog = tl.load(alog_ptr + h).to(tl.float32)
+        dtb = tl.load(dtb_ptr + h).to(tl.float32)
         r = tl.arange(0, C)
         kx = tl.arange(0, DK)
         tok = c0 + r
         valid = tok < eos
         qk_off = tok[:, None] * (NHK * DK) + hq * DK + kx[None, :]
         F16: tl.constexpr = wp_ptr.dtype.element_ty == tl.float16      # cfg "f16" (_wp_off)
+        # without PAIR the loops below run once, in the order (and to the SASS) of the code before the knob
         if DO_TM:
             k = tl.load(k_ptr + qk_off, mask=valid[:, None], other=0.0)
-            kk = _mm(k, tl.trans(k), PREC_QK)
-            if F16:
-                if h % (NHV // NHK) == 0:   # one copy per q/k head
-                    tl.store(wp_ptr + _kq_off(slot, hq, C, NHV, NHK, DK), k.to(tl.float16))
+            kk = 0.0
+            if PAIR:
+                kk = _mm(k, tl.trans(k), PREC_QK)
             for j in tl.static_range(1 + PAIR):
-                alog = tl.load(alog_ptr + h + j).to(tl.float32)
-                dtb = tl.load(dtb_ptr + h + j).to(tl.float32)
-                lg, beta = _chunk_gates(a_ptr, b_ptr, tok, valid, h + j, alog, dtb, NHV)
+                al = alog
+                dt = dtb
+                if j > 0:
+                    al = tl.load(alog_ptr + h + j).to(tl.float32)
+                    dt = tl.load(dtb_ptr + h + j).to(tl.float32)
+                lg, beta = _chunk_gates(a_ptr, b_ptr, tok, valid, h + j, al, dt, NHV)
                 G = _cumsum(lg, C, SCAN)
-                Tm = _chunk_tm(kk, G, beta, C, SB, LOG2NB, PREC_T)
+                if PAIR:
+                    Tm = _tm_of(kk, G, beta, C, SB, LOG2NB, PREC_T)
+                else:
+                    Tm = _chunk_tm(k, G, beta, C, SB, LOG2NB, PREC_QK, PREC_T)
                 tl.store(ws_ptr + _ws_off(slot, h + j, C, NHV), Tm.to(ws_ptr.dtype.element_ty))
                 if F16:
+                    if j == 0:
+                        if h % (NHV // NHK) == 0:   # one copy per q/k head
+                            tl.store(wp_ptr + _kq_off(slot, hq, C, NHV, NHK, DK), k.to(tl.float16))
                     gam, dec, egC = _gate_vectors(G)
                     gp = wp_ptr.to(tl.pointer_type(tl.float32)) + _g_off(slot, h + j, C, NHV, NHK, DK)
                     tl.store(gp + r, gam)
@@ -723,17 +746,28 @@ def _prep_slot(slot, h, q_ptr, k_ptr, alog_ptr, a_ptr, dtb_ptr, b_ptr, cu_ptr, w
                     tl.store(gp + 2 * C + r, dec)
         if WS_P:
             k = tl.load(k_ptr + qk_off, mask=valid[:, None], other=0.0)
-            q = tl.load(q_ptr + qk_off, mask=valid[:, None], other=0.0)
-            qk = _mm(q, tl.trans(k), PREC_QK)
-            if F16:
-                if h % (NHV // NHK) == 0:
-                    tl.store(wp_ptr + _kq_off(slot, hq, C, NHV, NHK, DK) + C * DK, q.to(tl.float16))
+            q = 0.0
+            qk = 0.0
             for j in tl.static_range(1 + PAIR):
-                alog = tl.load(alog_ptr + h + j).to(tl.float32)
-                dtb = tl.load(dtb_ptr + h + j).to(tl.float32)
-                lg, beta = _chunk_gates(a_ptr, b_ptr, tok, valid, h + j, alog, dtb, NHV)
-                P = _chunk_p(qk, _cumsum(lg, C, SCAN), C)
+                al = alog
+                dt = dtb
+                if j > 0:
+                    al = tl.load(alog_ptr + h + j).to(tl.float32)
+                    dt = tl.load(dtb_ptr + h + j).to(tl.float32)
+                lg, beta = _chunk_gates(a_ptr, b_ptr, tok, valid, h + j, al, dt, NHV)
+                if j == 0:
+                    q = tl.load(q_ptr + qk_off, mask=valid[:, None], other=0.0)
+                    if PAIR:
+                        qk = _mm(q, tl.trans(k), PREC_QK)
+                if PAIR:
+                    P = _decay_mask(_cumsum(lg, C, SCAN), C) * qk
+                else:
+                    P = _chunk_p(q, k, _cumsum(lg, C, SCAN), C, PREC_QK)
                 tl.store(wp_ptr + _wp_off(slot, h + j, F16, C, NHV, NHK, DK), P.to(wp_ptr.dtype.element_ty))
+                if F16:
+                    if j == 0:
+                        if h % (NHV // NHK) == 0:
+                            tl.store(wp_ptr + _kq_off(slot, hq, C, NHV, NHK, DK) + C * DK, q.to(tl.float16))
 
 
 # --------------------------------------------------------------------------------------------
