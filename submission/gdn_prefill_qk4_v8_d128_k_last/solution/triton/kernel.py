@@ -181,17 +181,16 @@ def _cumsum(x, C: tl.constexpr, SCAN: tl.constexpr):
 
 @triton.jit
 def _chunk_tm(k, G, beta, C: tl.constexpr, SB: tl.constexpr, LOG2NB: tl.constexpr,
-              PREC_QK: tl.constexpr, PREC_T: tl.constexpr):
-    """Tm = (I + A)^-1, A[r,s] = beta_r exp(G_r - G_s) (k_r . k_s) for s < r (fp32 [C, C])."""
-    return _tm_of(_mm(k, tl.trans(k), PREC_QK), G, beta, C, SB, LOG2NB, PREC_T)
-
-
-@triton.jit
-def _tm_of(kk, G, beta, C: tl.constexpr, SB: tl.constexpr, LOG2NB: tl.constexpr, PREC_T: tl.constexpr):
-    """_chunk_tm from the Gram matrix kk = K K^T (cfg "prep_pair" shares it between two v-heads)."""
+              PREC_QK: tl.constexpr, PREC_T: tl.constexpr, GRAM: tl.constexpr = False):
+    """Tm = (I + A)^-1, A[r,s] = beta_r exp(G_r - G_s) (k_r . k_s) for s < r (fp32 [C, C]). With GRAM, k is
+    already K K^T (cfg "prep_pair" shares it between two v-heads)."""
     NB: tl.constexpr = C // SB
     r = tl.arange(0, C)
     lower = r[:, None] > r[None, :]
+    if GRAM:
+        kk = k
+    else:
+        kk = _mm(k, tl.trans(k), PREC_QK)
     dG = tl.where(lower, G[:, None] - G[None, :], 0.0)
     A = tl.where(lower, beta[:, None] * tl.exp(dG) * kk, 0.0)
 
@@ -224,17 +223,17 @@ def _tm_of(kk, G, beta, C: tl.constexpr, SB: tl.constexpr, LOG2NB: tl.constexpr,
 
 
 @triton.jit
-def _chunk_p(q, k, G, C: tl.constexpr, PREC_QK: tl.constexpr):
-    """P = (Q K^T) o M, M[r,s] = exp(G_r - G_s) for s <= r, else 0 (fp32 [C, C])."""
-    return _decay_mask(G, C) * _mm(q, tl.trans(k), PREC_QK)
-
-
-@triton.jit
-def _decay_mask(G, C: tl.constexpr):
-    """M of _chunk_p: exp(G_r - G_s) for s <= r, else 0 (fp32 [C, C])."""
+def _chunk_p(q, k, G, C: tl.constexpr, PREC_QK: tl.constexpr, GRAM: tl.constexpr = False):
+    """P = (Q K^T) o M, M[r,s] = exp(G_r - G_s) for s <= r, else 0 (fp32 [C, C]). With GRAM, q is already Q K^T
+    (k unused; cfg "prep_pair")."""
     r = tl.arange(0, C)
     causal = r[:, None] >= r[None, :]
-    return tl.where(causal, tl.exp(tl.where(causal, G[:, None] - G[None, :], 0.0)), 0.0)
+    P = tl.where(causal, tl.exp(tl.where(causal, G[:, None] - G[None, :], 0.0)), 0.0)
+    if GRAM:
+        qk = q
+    else:
+        qk = _mm(q, tl.trans(k), PREC_QK)
+    return P * qk
 
 
 @triton.jit
@@ -731,7 +730,7 @@ def _prep_slot(slot, h, q_ptr, k_ptr, alog_ptr, a_ptr, dtb_ptr, b_ptr, cu_ptr, w
                 lg, beta = _chunk_gates(a_ptr, b_ptr, tok, valid, h + j, al, dt, NHV)
                 G = _cumsum(lg, C, SCAN)
                 if PAIR:
-                    Tm = _tm_of(kk, G, beta, C, SB, LOG2NB, PREC_T)
+                    Tm = _chunk_tm(kk, G, beta, C, SB, LOG2NB, PREC_QK, PREC_T, True)
                 else:
                     Tm = _chunk_tm(k, G, beta, C, SB, LOG2NB, PREC_QK, PREC_T)
                 tl.store(ws_ptr + _ws_off(slot, h + j, C, NHV), Tm.to(ws_ptr.dtype.element_ty))
@@ -760,7 +759,7 @@ def _prep_slot(slot, h, q_ptr, k_ptr, alog_ptr, a_ptr, dtb_ptr, b_ptr, cu_ptr, w
                     if PAIR:
                         qk = _mm(q, tl.trans(k), PREC_QK)
                 if PAIR:
-                    P = _decay_mask(_cumsum(lg, C, SCAN), C) * qk
+                    P = _chunk_p(qk, k, _cumsum(lg, C, SCAN), C, PREC_QK, True)
                 else:
                     P = _chunk_p(q, k, _cumsum(lg, C, SCAN), C, PREC_QK)
                 tl.store(wp_ptr + _wp_off(slot, h + j, F16, C, NHV, NHK, DK), P.to(wp_ptr.dtype.element_ty))
