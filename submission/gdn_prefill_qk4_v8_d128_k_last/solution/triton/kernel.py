@@ -802,8 +802,8 @@ def _gdn_prep_kernel(
     """Two-launch variant, first launch: Tm (and P) of every (chunk, head), grid (slots, HV, 1);
     with SPLIT (cfg "prep_split", the two-launch rows) grid (slots, HV, 2): Tm and P in separate CTAs,
     each path with fewer live registers. PAIR (cfg "prep_pair"): one CTA per q/k head, grid (slots, NHK, 1 or
-    2), its two v-heads sharing the k and q loads and K K^T / Q K^T (_prep_slot). MMA_V3 (cfg "prep_mma_v3") is not read: it only keys Triton's
-    in-process kernel cache, which ignores the env knobs that pick the lowering (_launch_env). RANK (cfg
+    2), its two v-heads sharing the k and q loads and K K^T / Q K^T (_prep_slot). MMA_V3 (cfg "prep_mma_v3") is
+    not read: it only keys Triton's in-process kernel cache, which ignores the env knobs that pick the lowering (_launch_env). RANK (cfg
     "lpt_ws"): the CTAs (p < N, 0, 0) also write sequence p's row of the longest-first table (_rank_sequence)
     that the chain launch reads."""
     if RANK:
@@ -1266,15 +1266,16 @@ def _gdn_fused_kernel(
 # sweep's gain did not hold there; UNRESOLVED (to re-sweep interleaved, repeated).
 # Harness pass at ac2c981 (rounds 30-32 in): all 100: 36.9 us (T < 512 19.3 -> 17.7, T < 2048 44.5 -> 41.1), T = 8192
 # 95.8 us (86.8-103.9, against cf00160's 105.2, 93.1-118.6).
-# B200 (148 SMs, sm_100a): UNMEASURED. The thresholds (16, 32, 64, 180, 1400, 3000 tokens, N = 1/2/3/4/15), the
+# B200 (148 SMs, sm_100a): UNMEASURED. The thresholds (16, 32, 64, 180, 1400, 3000 tokens, N = 1/2/3/4/15/24), the
 # V splits and the segment count (3: its first launch has 24 CTAs per head and sequence, 192 for one sequence,
 # within the 264 that fit at once on 132 SMs; 148 SMs fit 296) come from H200 timings only; every entry is
 # correct on any GPU (same code, mma.sync path), with two differences: the prep of the two-launch rows and of the
 # fused rows up to 1400 tokens is wgmma on the H200 and mma.sync on a B200 (MMAv5 stays off); and the rows built by
 # _wg run their "no_wgmma" config there (the H200 table before rounds 30-32), since their untransposed chains were
-# tuned for wgmma only (at BV64 on mma.sync the chain spills: round 3); those mma.sync builds of the split prep passed their
-# GPU tests on the H200 (test_gpu_prep_variants, test_gpu_fused_prep_knobs). The cfg "f16" builds for sm_100 (chain,
-# fused, segment and prep kernels) compile offline without spills; fp16 mma.sync exists there too.
+# tuned for wgmma only (at BV64 on mma.sync the chain spills: round 3); those mma.sync builds of the split prep
+# passed their GPU tests on the H200 (test_gpu_prep_variants, test_gpu_fused_prep_knobs), and so did every "no_wgmma"
+# config (test_gpu_wgmma_rows). The cfg "f16" builds for sm_100 (chain, fused, segment and prep kernels) compile
+# offline without spills; fp16 mma.sync exists there too.
 _ONE_LAUNCH_CFG = dict(C=32, BV=32, SB=16, num_warps=4, num_stages=2, prefetch=True)
 _ONE_LAUNCH_C16_CFG = dict(_ONE_LAUNCH_CFG, C=16, SB=8)
 _TWO_LAUNCH_CFG = dict(C=64, BV=16, SB=16, num_warps=4, num_stages=3, ws=True, ws_p=True, prep_split=True,
