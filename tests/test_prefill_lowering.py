@@ -6,7 +6,7 @@ the fused launch, the transposed chain (the table's chain from N >= 5) and the s
 both targets too.
 Those rows build as the table runs them (cfg "f16": fp16 workspaces and dot operands).
 The prep of the two-launch rows and of the fused rows up to 1400 tokens is the exception: MMAv3 stays on for it
-(wgmma on sm_90 only, mma.sync on sm_100).
+(wgmma on sm_90 only, mma.sync on sm_100); so is every launch of the _wg rows (untransposed chains, rounds 30-32).
 Compiles run in a fresh process: the interpreter mode the CPU tests use must not leak into them."""
 import json
 import os
@@ -31,13 +31,16 @@ arch, knobs = int(sys.argv[2]), sys.argv[3]
 for key, val in {"1": pk._MMA_ENV, "3": pk._MMA_V3_ENV}.get(knobs, {}).items():   # as _launch_env sets them
     if val is not None:
         os.environ[key] = val
-fused = sys.argv[4] in ("fused", "fused-wg")   # fused-wg: prep_mma_v3 on the fused launch (rows up to 1400)
-trans = sys.argv[4] == "trans"      # the N >= 16 row's chain launch (ALGO_CHUNK_WS_T, BV = 32)
+# the _wg rows (untransposed chains on wgmma): "wg" the N >= 25 row's chain, "fused-wgrow" the fused N <= 2 row,
+# "seg2-wg" the 1401-2999-token segment row's last launch
+wg = sys.argv[4] in ("wg", "fused-wgrow", "seg2-wg")
+fused = sys.argv[4] in ("fused", "fused-wg", "fused-wgrow")   # fused-wg: prep_mma_v3 on the fused launch
+trans = sys.argv[4] == "trans"      # the N = 16..24 row's chain launch (ALGO_CHUNK_WS_T, BV = 32)
 prep = sys.argv[4] == "prep"        # the two-launch rows' first launch (split, cfg "prep_mma_v3")
-phase = {"seg1": 1, "seg2": 2}.get(sys.argv[4], 0)     # the segment rows' second or third launch (cfg "segs")
-cfg = pk._FUSED_CFG if fused else pk._TWO_LAUNCH_WIDE_CFG if trans or prep else pk._SEG_CFG if phase else \
-    pk._ONE_LAUNCH_CFG
-assert not (fused or trans or phase) or cfg["trans"]    # the table's fused, wide and segment rows: transposed chain
+phase = {"seg1": 1, "seg2": 2, "seg2-wg": 2}.get(sys.argv[4], 0)   # the segment rows' 2nd or 3rd launch (cfg "segs")
+cfg = (pk._FUSED_WG_3STAGE_CFG if wg else pk._FUSED_CFG) if fused else pk._TWO_LAUNCH_WIDE_CFG if trans or prep else \
+    (pk._SEG_WG_CFG if wg else pk._SEG_CFG) if phase else pk._TWO_LAUNCH_WG_CFG if wg else pk._ONE_LAUNCH_CFG
+assert not (fused or trans or phase or wg) or cfg["trans"] != wg    # transposed chains but in the _wg rows
 kern = pk._gdn_fused_kernel if fused else pk._gdn_prep_kernel if prep else pk._gdn_seg_kernel if phase else \
     pk._gdn_prefill_kernel
 types = {"q_ptr": "*bf16", "k_ptr": "*bf16", "v_ptr": "*bf16", "s_ptr": "*fp32", "alog_ptr": "*fp32",
@@ -46,9 +49,11 @@ types = {"q_ptr": "*bf16", "k_ptr": "*bf16", "v_ptr": "*bf16", "s_ptr": "*fp32",
          "sync_ptr": "*i32", "perm_ptr": "*i32", "NPREP": "i32", "NVB": "i32", "e_ptr": "*fp32", "x_ptr": "*fp32",
          "h_ptr": "*fp32"}
 C, SB = cfg["C"], min(cfg.get("SB", 16), cfg["C"])
-cst = dict(NP2=2, LPT=False, CHAIN_ALGO=pk.ALGO_CHUNK_WS_T,
-           ALGO=pk.ALGO_CHUNK_WS_T if trans or phase else pk.ALGO_CHUNK, SPLIT=cfg.get("prep_split", False),
-           MMA_V3=cfg.get("prep_mma_v3", False) or sys.argv[4] == "fused-wg", WS_P=fused or trans or prep or bool(phase),
+chain_algo = pk.ALGO_CHUNK_WS if wg else pk.ALGO_CHUNK_WS_T
+cst = dict(NP2=2, LPT=False, CHAIN_ALGO=chain_algo, PAIR=cfg.get("prep_pair", False),
+           ALGO=chain_algo if trans or phase or wg else pk.ALGO_CHUNK, SPLIT=cfg.get("prep_split", False),
+           MMA_V3=cfg.get("prep_mma_v3", False) or sys.argv[4] == "fused-wg",
+           WS_P=fused or trans or prep or bool(phase) or wg,
            C=C, BV=cfg["seg_bv"] if phase == 1 else cfg["BV"], SB=SB, PHASE=phase, NSEG=cfg.get("segs"),
            PREC_C=pk.P_TF32X3,
            LOG2NB=(C // SB).bit_length() - 1, SCAN=0, HAS_STATE=True, PREC_QK=pk.P_BF16, PREC_T=pk.P_TF32,
@@ -129,3 +134,14 @@ def test_fused_prep_role_on_mma_v3_keeps_the_chain_role_on_mma_sync(arch, tmp_pa
     # chain role's (BV = 16 rows) stay mma.sync; a B200 gets mma.sync only
     assert _lowering(arch, "3", tmp_path, "fused-wg") == {"wgmma": arch == 90, "mma_sync": True, "tcgen05": False,
                                                           "atomics": True}
+
+
+@pytest.mark.parametrize("arch", [90, 100])
+@pytest.mark.parametrize("kind", ["wg", "fused-wgrow", "seg2-wg"])
+def test_wg_rows_get_wgmma_on_hopper_only(arch, kind, tmp_path):
+    # the _wg rows (rounds 30-32) compile with MMAv3 on (cfg "chain_mma_v3", or "prep_mma_v3" for the fused launch):
+    # their untransposed chains' dots become wgmma on sm_90; a B200 runs their "no_wgmma" configs, but these build
+    # there too, as mma.sync (MMAv5 stays off)
+    got = _lowering(arch, "3", tmp_path, kind)
+    assert got["wgmma"] == (arch == 90) and not got["tcgen05"] and got["atomics"] == (kind == "fused-wgrow")
+    assert arch == 90 or got["mma_sync"]
