@@ -684,6 +684,15 @@ def _chain(pid_v, pid_nh, q_ptr, k_ptr, v_ptr, s_ptr, alog_ptr, a_ptr, dtb_ptr, 
 
 
 @triton.jit
+def _pair_gates(a_ptr, b_ptr, alog_ptr, dtb_ptr, tok, valid, h, j: tl.constexpr, alog, dtb, NHV: tl.constexpr):
+    """_chunk_gates of head h + j (cfg "prep_pair": j = 1 loads that head's A_log and dt_bias; j = 0 takes h's)."""
+    if j > 0:
+        alog = tl.load(alog_ptr + h + j).to(tl.float32)
+        dtb = tl.load(dtb_ptr + h + j).to(tl.float32)
+    return _chunk_gates(a_ptr, b_ptr, tok, valid, h + j, alog, dtb, NHV)
+
+
+@triton.jit
 def _prep_slot(slot, h, q_ptr, k_ptr, alog_ptr, a_ptr, dtb_ptr, b_ptr, cu_ptr, ws_ptr, wp_ptr, N,
                DO_TM: tl.constexpr, WS_P: tl.constexpr, C: tl.constexpr, SB: tl.constexpr,
                LOG2NB: tl.constexpr, SCAN: tl.constexpr, NP2: tl.constexpr, PREC_QK: tl.constexpr,
@@ -722,12 +731,7 @@ def _prep_slot(slot, h, q_ptr, k_ptr, alog_ptr, a_ptr, dtb_ptr, b_ptr, cu_ptr, w
             if PAIR:
                 kk = _mm(k, tl.trans(k), PREC_QK)
             for j in tl.static_range(1 + PAIR):
-                al = alog
-                dt = dtb
-                if j > 0:
-                    al = tl.load(alog_ptr + h + j).to(tl.float32)
-                    dt = tl.load(dtb_ptr + h + j).to(tl.float32)
-                lg, beta = _chunk_gates(a_ptr, b_ptr, tok, valid, h + j, al, dt, NHV)
+                lg, beta = _pair_gates(a_ptr, b_ptr, alog_ptr, dtb_ptr, tok, valid, h, j, alog, dtb, NHV)
                 G = _cumsum(lg, C, SCAN)
                 if PAIR:
                     Tm = _chunk_tm(kk, G, beta, C, SB, LOG2NB, PREC_QK, PREC_T, True)
@@ -748,12 +752,7 @@ def _prep_slot(slot, h, q_ptr, k_ptr, alog_ptr, a_ptr, dtb_ptr, b_ptr, cu_ptr, w
             q = 0.0
             qk = 0.0
             for j in tl.static_range(1 + PAIR):
-                al = alog
-                dt = dtb
-                if j > 0:
-                    al = tl.load(alog_ptr + h + j).to(tl.float32)
-                    dt = tl.load(dtb_ptr + h + j).to(tl.float32)
-                lg, beta = _chunk_gates(a_ptr, b_ptr, tok, valid, h + j, al, dt, NHV)
+                lg, beta = _pair_gates(a_ptr, b_ptr, alog_ptr, dtb_ptr, tok, valid, h, j, alog, dtb, NHV)
                 if j == 0:
                     q = tl.load(q_ptr + qk_off, mask=valid[:, None], other=0.0)
                     if PAIR:
