@@ -339,6 +339,12 @@ def _vo_tile(tok, valid, h, v0, ALGO: tl.constexpr, BV: tl.constexpr, NHV: tl.co
 
 
 @triton.jit
+def _slot(c0, bos, n, C: tl.constexpr):
+    """The workspace slot of the chunk at c0 of sequence n, which starts at bos (the layout: _prep_slot)."""
+    return bos // C + n + (c0 - bos) // C
+
+
+@triton.jit
 def _ws_off(slot, h, C: tl.constexpr, NHV: tl.constexpr):
     """Offsets of the Tm tile of workspace slot `slot`, head h (and of P without cfg "f16")."""
     r = tl.arange(0, C)
@@ -396,7 +402,7 @@ def _chunk_in(c0, bos, eos, n, vcols, h, v0, v_ptr, a_ptr, b_ptr, wp_ptr, MIX: t
     v = tl.load(v_ptr + vo_off, mask=vo_mask, other=0.0)
     if wp_ptr.dtype.element_ty == tl.float16:
         inside = (c0 + 0 * r) < eos     # a chunk past the sequence's end has no slot
-        gp = wp_ptr.to(tl.pointer_type(tl.float32)) + _g_off(bos // C + n + (c0 - bos) // C, h, C, NHV, NHK, DK)
+        gp = wp_ptr.to(tl.pointer_type(tl.float32)) + _g_off(_slot(c0, bos, n, C), h, C, NHV, NHK, DK)
         a = tl.load(gp + r, mask=inside, other=0.0)
         b = tl.load(gp + C + r, mask=inside, other=0.0)
     else:
@@ -426,7 +432,7 @@ def _step(H, c0, bos, eos, n, h, hq, v0, q_ptr, k_ptr, v_ptr, a_ptr, b_ptr, o_pt
         qk_off = tok[:, None] * (NHK * DK) + hq * DK + kx[None, :]
         # cfg "f16": the P workspace is fp16 and holds fp16 copies of k and q (the prep's), read instead
         F16: tl.constexpr = wp_ptr.dtype.element_ty == tl.float16
-        slot = bos // C + n + (c0 - bos) // C
+        slot = _slot(c0, bos, n, C)
         q = 0.0
         if F16:
             kq = _kq_off(slot, hq, C, NHV, NHK, DK)
@@ -660,14 +666,10 @@ def _chain(pid_v, pid_nh, q_ptr, k_ptr, v_ptr, s_ptr, alog_ptr, a_ptr, dtb_ptr, 
     # with F16 the k and q copies of head h's chunks come from the prep of the first v-head of its q/k head
     # (_prep_slot), so an odd head waits for that head's flags too
     hw = h - h % (NHV // NHK)
-    if WAIT >= 1:
-        _wait_chunks(sync_ptr, bos // C + n, (eos - bos + C - 1) // C, h, want, NHV)
+    for plane in tl.static_range(WAIT):     # Tm flags, then (split prep role) P flags nprep words further
+        _wait_chunks(sync_ptr + plane * nprep, _slot(bos, bos, n, C), (eos - bos + C - 1) // C, h, want, NHV)
         if F16 and hw != h:
-            _wait_chunks(sync_ptr, bos // C + n, (eos - bos + C - 1) // C, hw, want, NHV)
-    if WAIT == 2:
-        _wait_chunks(sync_ptr + nprep, bos // C + n, (eos - bos + C - 1) // C, h, want, NHV)
-        if F16 and hw != h:
-            _wait_chunks(sync_ptr + nprep, bos // C + n, (eos - bos + C - 1) // C, hw, want, NHV)
+            _wait_chunks(sync_ptr + plane * nprep, _slot(bos, bos, n, C), (eos - bos + C - 1) // C, hw, want, NHV)
     if PF and F16:          # after the waits: the gate block is the prep's
         vn, an, bn = _chunk_in(bos, bos, eos, n, BV, h, v0, v_ptr, a_ptr, b_ptr, wp_ptr, False, ALGO, C, BV, NHV, NHK,
                                DK)
@@ -802,8 +804,8 @@ def _gdn_prep_kernel(
     with SPLIT (cfg "prep_split", the two-launch rows) grid (slots, HV, 2): Tm and P in separate CTAs,
     each path with fewer live registers. PAIR (cfg "prep_pair"): one CTA per q/k head, grid (slots, NHK, 1 or
     2), its two v-heads sharing the k and q loads and K K^T / Q K^T (_prep_slot). MMA_V3 (cfg "prep_mma_v3") is
-    not read: it only keys Triton's in-process kernel cache, which ignores the env knobs that pick the lowering (_launch_env). RANK (cfg
-    "lpt_ws"): the CTAs (p < N, 0, 0) also write sequence p's row of the longest-first table (_rank_sequence)
+    not read: it only keys Triton's in-process kernel cache, which ignores the env knobs that pick the lowering
+    (_launch_env). RANK (cfg "lpt_ws"): the CTAs (p < N, 0, 0) also write sequence p's row of the longest-first table (_rank_sequence)
     that the chain launch reads."""
     if RANK:
         if (tl.program_id(0) < N) & (tl.program_id(1) == 0) & (tl.program_id(2) == 0):
