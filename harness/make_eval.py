@@ -13,7 +13,6 @@ import time
 from pathlib import Path
 
 from harness.cli import positive_int
-from harness.jsonio import read_json, write_json_atomic
 from harness.shard import parse_shard
 from harness.runner import TimingConfig
 
@@ -151,7 +150,10 @@ def main(argv=None):
     seeded = cached.exists() and out.resolve() != cached.parent.resolve() \
         and not (out / "reference_latency.json").exists()
     if seeded:      # copied whole or not at all
-        write_json_atomic(out / "reference_latency.json", read_json(cached))
+        out.mkdir(parents=True, exist_ok=True)
+        part = out / "reference_latency.json.part"
+        shutil.copy(cached, part)
+        part.replace(out / "reference_latency.json")
     if args.bench:
         print(f"harness benchmark -> {out}/ (reference latencies from {cached if seeded else 'nowhere'}; "
               f"target: under {BENCH_TARGET_S} s)")
