@@ -454,7 +454,7 @@ def _old_seg(w):
     return c.get("no_wgmma", c) if c.get("segs") else None
 
 
-ROUNDS["r33"] = [  # NOT RUN YET (prepared in session 21, no device time left). The segment row on wgmma against its
+ROUNDS["r33"] = [  # (prepared in session 21, run in session 22) The segment row on wgmma against its
                    # old config, interleaved three times (sweep r32 and the ac2c981 pass disagreed: 2107/1 -1.6 there,
                    # +10.5 here); cfg "prep_pair" (one prep CTA per q/k head, K K^T / Q K^T once for its two v-heads;
                    # offline sm_90 split + wgmma: 238 registers, 5384 instructions against 164 and 2 x 3136) on every
@@ -470,7 +470,7 @@ ROUNDS["r33"] = [  # NOT RUN YET (prepared in session 21, no device time left). 
         ("pair" + sfx, _prep_rows(dict(prep_pair=True)), None, 0, BIG),
     )],
 ]
-ROUNDS["r34"] = [  # NOT RUN YET (session 21). New wgmma builds, each in its own process (CANDS): the fused launch from
+ROUNDS["r34"] = [  # Session 22. New wgmma builds, each in its own process (CANDS): the fused launch from
                    # 3000 tokens with the wgmma chain (BV64: 255 registers, 115 KB offline; BV32: 187, 107 KB) and the
                    # split wgmma prep; the wgmma chain on the N = 5..15 rows again (r30: noisy, mixed)
     ("table-a", lambda w: K._pick(w["T"], w["N"]), None, 3000, BIG),
@@ -478,6 +478,8 @@ ROUNDS["r34"] = [  # NOT RUN YET (session 21). New wgmma builds, each in its own
     ("fused32", lambda w: dict(K._FUSED_WG_CFG, BV=32, prep_split=True) if w["N"] >= 3 else None, None, 3000, BIG),
     ("wg16n5", lambda w: _two_rows(dict(_WG, BV=16), 5)(w) if w["N"] <= 15 else None, None, 3000, BIG),
     ("wg32n5", lambda w: _two_rows(dict(_WG, BV=32), 5)(w) if w["N"] <= 15 else None, None, 3000, BIG),
+    # (session 22) the prep's diagonal blocks 8 wide (7 elimination steps on [8, 8, 8], one more merge level)
+    ("sb8", _prep_rows(dict(SB=8)), None, 3000, BIG),
 ]
 CANDS = ROUNDS[os.environ.get("ROUND", "r33")]
 if os.environ.get("CANDS"):
