@@ -481,7 +481,20 @@ ROUNDS["r34"] = [  # Session 22. New wgmma builds, each in its own process (CAND
     # (session 22) the prep's diagonal blocks 8 wide (7 elimination steps on [8, 8, 8], one more merge level)
     ("sb8", _prep_rows(dict(SB=8)), None, 3000, BIG),
 ]
-CANDS = ROUNDS[os.environ.get("ROUND", "r33")]
+ROUNDS["r35"] = [  # (session 22, after r34: SB=8 mixed, -6..+8 us; the wgmma chain at BV32 for N = 5..15 -1..-9) the
+                   # prep's diagonal blocks 8, 4 and 2 wide (SB; 2 = one elimination step, five fp16 merge levels), the
+                   # prep with 8 warps, and wgmma BV32 for N = 5..15 again; from 3000 tokens, each in its own process
+    ("table-a", lambda w: K._pick(w["T"], w["N"]), None, 3000, BIG),
+    ("sb8", _prep_rows(dict(SB=8)), None, 3000, BIG),
+    ("sb4", _prep_rows(dict(SB=4)), None, 3000, BIG),
+    ("sb2", _prep_rows(dict(SB=2)), None, 3000, BIG),
+    ("pw8", _prep_rows(dict(prep_warps=8)), None, 3000, BIG),
+    ("wg32n5", lambda w: _two_rows(dict(_WG, BV=32), 5)(w) if w["N"] <= 15 else None, None, 3000, BIG),
+    ("table-b", lambda w: K._pick(w["T"], w["N"]), None, 3000, BIG),
+    ("sb8-b", _prep_rows(dict(SB=8)), None, 3000, BIG),
+    ("wg32n5-b", lambda w: _two_rows(dict(_WG, BV=32), 5)(w) if w["N"] <= 15 else None, None, 3000, BIG),
+]
+CANDS = ROUNDS[os.environ.get("ROUND", "r35")]
 if os.environ.get("CANDS"):
     CANDS = [c for c in CANDS if c[0] in os.environ["CANDS"].split(",")]
 
