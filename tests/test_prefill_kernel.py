@@ -348,7 +348,10 @@ def test_launch_table():
     assert pk._pick(3000, 1) is seg3 and pk._pick(8192, 2) is seg3 and pk._pick(3000, 3) is two
     assert pk._pick(8192, 4) is two and seg3["segs"] == 3 and seg3["trans"] and seg3["prefetch"]
     assert seg3 == dict(seg["no_wgmma"], num_stages=3) and seg["segs"] == 3 and seg["chain_mma_v3"]
-    assert pk._pick(3000, 5) is two_t and pk._pick(8192, 15) is two_t
+    # session 22 (r34/r35): wgmma BV32 for N = 5..15 too
+    wg32 = pk._TWO_LAUNCH_WG32_CFG
+    assert pk._pick(3000, 5) is wg32 and pk._pick(8192, 15) is wg32 and wg32["no_wgmma"] is two_t
+    assert wg32["BV"] == 32 and wg32["num_stages"] == 2 and wg32["chain_mma_v3"]
     assert pk._pick(3000, 16) is wide and pk._pick(8192, 24) is wide
     assert pk._pick(3000, 25) is wg and pk._pick(8192, 57) is wg
     assert not one.get("ws") and one["C"] == 32 and fused["fused"] and fused["ws"] and not two.get("fused")
@@ -357,7 +360,7 @@ def test_launch_table():
     assert wg["BV"] == 64 and wg["num_stages"] == 2 and wg["chain_mma_v3"] and wg["no_wgmma"] is wide
     assert fused3["num_stages"] == fused3w["num_stages"] == 3 and fused3["fused"] and fused_split["num_stages"] == 2
     assert two_t["trans"] and wide["trans"] and not two.get("trans")
-    for cfg in (fused3, fused3w, fused_split, fused, seg, wg):      # every wgmma row: untransposed, with a fallback
+    for cfg in (fused3, fused3w, fused_split, fused, seg, wg, wg32):    # every wgmma row: untransposed, with a fallback
         old = cfg["no_wgmma"]
         assert not cfg["trans"] and old["trans"] and "no_wgmma" not in old
         assert cfg["prep_mma_v3"] or cfg.get("chain_mma_v3")
@@ -426,7 +429,7 @@ def test_gpu_launch_table_on_contest_shapes(cu, row):
 
 @pytest.mark.gpu
 @pytest.mark.parametrize("row", ["_FUSED_WG_3STAGE_CFG", "_FUSED_WG_3STAGE_32_CFG", "_FUSED_WG_SPLIT_CFG",
-                                 "_FUSED_WG_CFG", "_SEG_WG_CFG", "_TWO_LAUNCH_WG_CFG"])
+                                 "_FUSED_WG_CFG", "_SEG_WG_CFG", "_TWO_LAUNCH_WG_CFG", "_TWO_LAUNCH_WG32_CFG"])
 def test_gpu_wgmma_rows(row, monkeypatch):
     # rounds 30-32: Triton 3.6 miscompiled earlier chains on wgmma (round 13; r31: the BV32 chain with 1 stage made
     # an illegal access), so every wgmma row is checked at its own config on shapes beside the table's, twice each;

@@ -494,7 +494,15 @@ ROUNDS["r35"] = [  # (session 22, after r34: SB=8 mixed, -6..+8 us; the wgmma ch
     ("sb8-b", _prep_rows(dict(SB=8)), None, 3000, BIG),
     ("wg32n5-b", lambda w: _two_rows(dict(_WG, BV=32), 5)(w) if w["N"] <= 15 else None, None, 3000, BIG),
 ]
-CANDS = ROUNDS[os.environ.get("ROUND", "r35")]
+ROUNDS["r36"] = [  # (session 22; the table now has wgmma BV32 for N = 5..15) cfg "kq_in": the chain reads k and q from
+                   # the inputs (bf16, widened to fp16 in registers) and the prep writes no fp16 copies of them (a third
+                   # of the prep's DRAM writes); the two-launch rows from 3000 tokens, twice, each in its own process
+    ("table-a", lambda w: K._pick(w["T"], w["N"]), None, 3000, BIG),
+    ("kqin-a", _two_rows(dict(kq_in=True)), None, 3000, BIG),
+    ("table-b", lambda w: K._pick(w["T"], w["N"]), None, 3000, BIG),
+    ("kqin-b", _two_rows(dict(kq_in=True)), None, 3000, BIG),
+]
+CANDS = ROUNDS[os.environ.get("ROUND", "r36")]
 if os.environ.get("CANDS"):
     CANDS = [c for c in CANDS if c[0] in os.environ["CANDS"].split(",")]
 

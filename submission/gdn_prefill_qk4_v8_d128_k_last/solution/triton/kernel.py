@@ -417,10 +417,12 @@ def _step(H, c0, bos, eos, n, h, hq, v0, q_ptr, k_ptr, v_ptr, a_ptr, b_ptr, o_pt
           BV: tl.constexpr, SB: tl.constexpr, LOG2NB: tl.constexpr,
           SCAN: tl.constexpr, PREC_QK: tl.constexpr, PREC_T: tl.constexpr,
           PREC_S: tl.constexpr, PREC_Q: tl.constexpr, PREC_O: tl.constexpr, NHV: tl.constexpr,
-          NHK: tl.constexpr, DK: tl.constexpr, INTERP: tl.constexpr):
+          NHK: tl.constexpr, DK: tl.constexpr, INTERP: tl.constexpr, KQ_IN: tl.constexpr = False):
     """One chunk of C tokens [c0, min(c0 + C, eos)): the only place where the ALGOs differ. With PF (cfg
     "prefetch") the chunk's v, a and b come in as vr, ar, br, loaded by the previous step (_walk). Without
-    OUT (a segment's map, _gdn_seg_kernel; ALGO_CHUNK_WS*) only the state is carried: no q, P or output."""
+    OUT (a segment's map, _gdn_seg_kernel; ALGO_CHUNK_WS*) only the state is carried: no q, P or output.
+    KQ_IN (cfg "kq_in"): with cfg "f16", k and q from the inputs (bf16, widened by _mm) rather than the prep's
+    fp16 copies, which the prep then does not write."""
     if ALGO == 1:
         H = _recurrent_chunk(H, c0, eos, h, hq, v0, q_ptr, k_ptr, v_ptr, a_ptr, b_ptr, o_ptr,
                              alog, dtb, scale, C, BV, NHV, NHK, DK, INTERP)
@@ -434,7 +436,7 @@ def _step(H, c0, bos, eos, n, h, hq, v0, q_ptr, k_ptr, v_ptr, a_ptr, b_ptr, o_pt
         F16: tl.constexpr = wp_ptr.dtype.element_ty == tl.float16
         slot = _slot(c0, bos, n, C)
         q = 0.0
-        if F16:
+        if F16 and not KQ_IN:
             kq = _kq_off(slot, hq, C, NHV, NHK, DK)
             if OUT:
                 q = tl.load(wp_ptr + kq + C * DK)
@@ -580,7 +582,7 @@ def _advance(H, c0, bos, eos, vcols, n, h, hq, v0, vn, an, bn, q_ptr, k_ptr, v_p
              ALGO: tl.constexpr, WS_P: tl.constexpr, C: tl.constexpr, BV: tl.constexpr, SB: tl.constexpr,
              LOG2NB: tl.constexpr, SCAN: tl.constexpr, PREC_QK: tl.constexpr, PREC_T: tl.constexpr,
              PREC_S: tl.constexpr, PREC_Q: tl.constexpr, PREC_O: tl.constexpr, NHV: tl.constexpr,
-             NHK: tl.constexpr, DK: tl.constexpr, INTERP: tl.constexpr):
+             NHK: tl.constexpr, DK: tl.constexpr, INTERP: tl.constexpr, KQ_IN: tl.constexpr = False):
     """One step of _walk: with PF, issue chunk c0 + C's v, a, b loads, then walk chunk c0 on vn, an, bn (its
     own, loaded a step earlier); returns the state and the next chunk's loads."""
     vc = vn
@@ -591,7 +593,7 @@ def _advance(H, c0, bos, eos, vcols, n, h, hq, v0, vn, an, bn, q_ptr, k_ptr, v_p
                                NHK, DK)
     H = _step(H, c0, bos, eos, n, h, hq, v0, q_ptr, k_ptr, v_ptr, a_ptr, b_ptr, o_ptr, ws_ptr, wp_ptr, alog,
               dtb, scale, vc, ac, bc, OUT, PF, WS_P, ALGO, C, BV, SB, LOG2NB, SCAN, PREC_QK, PREC_T, PREC_S,
-              PREC_Q, PREC_O, NHV, NHK, DK, INTERP)
+              PREC_Q, PREC_O, NHV, NHK, DK, INTERP, KQ_IN)
     return H, vn, an, bn
 
 
@@ -601,7 +603,7 @@ def _walk(H, cs, ce, bos, eos, vcols, n, h, hq, v0, vn, an, bn, q_ptr, k_ptr, v_
           WS_P: tl.constexpr, C: tl.constexpr, BV: tl.constexpr, SB: tl.constexpr, LOG2NB: tl.constexpr,
           SCAN: tl.constexpr, PREC_QK: tl.constexpr, PREC_T: tl.constexpr, PREC_S: tl.constexpr,
           PREC_Q: tl.constexpr, PREC_O: tl.constexpr, NHV: tl.constexpr, NHK: tl.constexpr,
-          DK: tl.constexpr, INTERP: tl.constexpr):
+          DK: tl.constexpr, INTERP: tl.constexpr, KQ_IN: tl.constexpr = False):
     """The state slice H carried over the chunks [cs, ce) of sequence n (bos, eos): the chain's serial loop.
     With PF, vn/an/bn hold chunk cs's v, a, b and each step issues the next chunk's before its own work; MIX
     and vcols as in _chunk_in."""
@@ -613,14 +615,14 @@ def _walk(H, cs, ce, bos, eos, vcols, n, h, hq, v0, vn, an, bn, q_ptr, k_ptr, v_
             H, vn, an, bn = _advance(H, c0, bos, eos, vcols, n, h, hq, v0, vn, an, bn, q_ptr, k_ptr, v_ptr, a_ptr,
                                      b_ptr, o_ptr, ws_ptr, wp_ptr, alog, dtb, scale, OUT, MIX, PF, ALGO, WS_P, C,
                                      BV, SB, LOG2NB, SCAN, PREC_QK, PREC_T, PREC_S, PREC_Q, PREC_O, NHV, NHK, DK,
-                                     INTERP)
+                                     INTERP, KQ_IN)
             c0 += C
     else:
         for c0 in range(cs, ce, C):
             H, vn, an, bn = _advance(H, c0, bos, eos, vcols, n, h, hq, v0, vn, an, bn, q_ptr, k_ptr, v_ptr, a_ptr,
                                      b_ptr, o_ptr, ws_ptr, wp_ptr, alog, dtb, scale, OUT, MIX, PF, ALGO, WS_P, C,
                                      BV, SB, LOG2NB, SCAN, PREC_QK, PREC_T, PREC_S, PREC_Q, PREC_O, NHV, NHK, DK,
-                                     INTERP)
+                                     INTERP, KQ_IN)
     return H
 
 
@@ -632,7 +634,7 @@ def _chain(pid_v, pid_nh, q_ptr, k_ptr, v_ptr, s_ptr, alog_ptr, a_ptr, dtb_ptr, 
            SCAN: tl.constexpr, HAS_STATE: tl.constexpr, PREC_QK: tl.constexpr,
            PREC_T: tl.constexpr, PREC_S: tl.constexpr, PREC_Q: tl.constexpr,
            PREC_O: tl.constexpr, NHV: tl.constexpr, NHK: tl.constexpr, DK: tl.constexpr,
-           INTERP: tl.constexpr):
+           INTERP: tl.constexpr, KQ_IN: tl.constexpr = False):
     """One CTA's serial walk over the chunks of its (sequence, head, value slice). WAIT (fused launch):
     the number of flag planes to wait on (2 with the split prep role: Tm flags, then P flags nprep
     words further). LPT: 1 ranks the sequences here (_longest_first), 2 reads the rank table the first
@@ -681,7 +683,7 @@ def _chain(pid_v, pid_nh, q_ptr, k_ptr, v_ptr, s_ptr, alog_ptr, a_ptr, dtb_ptr, 
 
     H = _walk(H, bos, eos, bos, eos, BV, n, h, hq, v0, vn, an, bn, q_ptr, k_ptr, v_ptr, a_ptr, b_ptr, o_ptr,
               ws_ptr, wp_ptr, alog, dtb, scale, True, False, PF, ALGO, WS_P, C, BV, SB, LOG2NB, SCAN, PREC_QK,
-              PREC_T, PREC_S, PREC_Q, PREC_O, NHV, NHK, DK, INTERP)
+              PREC_T, PREC_S, PREC_Q, PREC_O, NHV, NHK, DK, INTERP, KQ_IN)
     tl.store(ns_ptr + s_off, H)
 
 
@@ -699,9 +701,10 @@ def _prep_slot(slot, h, q_ptr, k_ptr, alog_ptr, a_ptr, dtb_ptr, b_ptr, cu_ptr, w
                DO_TM: tl.constexpr, WS_P: tl.constexpr, C: tl.constexpr, SB: tl.constexpr,
                LOG2NB: tl.constexpr, SCAN: tl.constexpr, NP2: tl.constexpr, PREC_QK: tl.constexpr,
                PREC_T: tl.constexpr, NHV: tl.constexpr, NHK: tl.constexpr, DK: tl.constexpr,
-               PAIR: tl.constexpr = False):
+               PAIR: tl.constexpr = False, KQ_IN: tl.constexpr = False):
     """Tm (if DO_TM) and P (if WS_P) of workspace slot `slot`, head h; with PAIR (cfg "prep_pair") of heads h and
-    h + 1 (h even: the two v-heads of one q/k head), K K^T and Q K^T computed once for both.
+    h + 1 (h even: the two v-heads of one q/k head), K K^T and Q K^T computed once for both. With KQ_IN (cfg
+    "kq_in") the fp16 copies of k and q are not written.
 
     Chunk j of sequence n lives in slot bos_n // C + n + j; the slots of distinct chunks are
     distinct and all below T // C + N + 1 (floor(b/C) + ceil(L/C) <= floor((b+L)/C) + 1).
@@ -741,7 +744,7 @@ def _prep_slot(slot, h, q_ptr, k_ptr, alog_ptr, a_ptr, dtb_ptr, b_ptr, cu_ptr, w
                     Tm = _chunk_tm(k, G, beta, C, SB, LOG2NB, PREC_QK, PREC_T)
                 tl.store(ws_ptr + _ws_off(slot, h + j, C, NHV), Tm.to(ws_ptr.dtype.element_ty))
                 if F16:
-                    if j == 0:
+                    if (j == 0) and not KQ_IN:
                         if h % (NHV // NHK) == 0:   # one copy per q/k head
                             tl.store(wp_ptr + _kq_off(slot, hq, C, NHV, NHK, DK), k.to(tl.float16))
                     gam, dec, egC = _gate_vectors(G)
@@ -764,7 +767,7 @@ def _prep_slot(slot, h, q_ptr, k_ptr, alog_ptr, a_ptr, dtb_ptr, b_ptr, cu_ptr, w
                 else:
                     P = _chunk_p(q, k, _cumsum(lg, C, SCAN), C, PREC_QK)
                 tl.store(wp_ptr + _wp_off(slot, h + j, F16, C, NHV, NHK, DK), P.to(wp_ptr.dtype.element_ty))
-                if F16:
+                if F16 and not KQ_IN:
                     if j == 0:
                         if h % (NHV // NHK) == 0:
                             tl.store(wp_ptr + _kq_off(slot, hq, C, NHV, NHK, DK) + C * DK, q.to(tl.float16))
@@ -781,14 +784,14 @@ def _gdn_prefill_kernel(
     LOG2NB: tl.constexpr, SCAN: tl.constexpr, HAS_STATE: tl.constexpr,
     PREC_QK: tl.constexpr, PREC_T: tl.constexpr, PREC_S: tl.constexpr, PREC_Q: tl.constexpr,
     PREC_O: tl.constexpr, NHV: tl.constexpr, NHK: tl.constexpr, DK: tl.constexpr,
-    INTERP: tl.constexpr, PF: tl.constexpr = False, MMA_V3: tl.constexpr = False,
+    INTERP: tl.constexpr, PF: tl.constexpr = False, MMA_V3: tl.constexpr = False, KQ_IN: tl.constexpr = False,
 ):
     """The chain: grid (value slices, N * HV), slices of one head adjacent (they share q/k). MMA_V3 (cfg
-    "chain_mma_v3") is not read: like the prep's, it keys Triton's in-process cache (_launch_env)."""
+    "chain_mma_v3") is not read: like the prep's, it keys Triton's in-process cache (_launch_env). KQ_IN: _step."""
     _chain(tl.program_id(0), tl.program_id(1), q_ptr, k_ptr, v_ptr, s_ptr, alog_ptr, a_ptr,
            dtb_ptr, b_ptr, cu_ptr, o_ptr, ns_ptr, ws_ptr, wp_ptr, ws_ptr, perm_ptr, 0, 0, scale, N, NP2, LPT,
            0, PF if ALGO != 1 else False, ALGO, WS_P, C, BV, SB, LOG2NB, SCAN, HAS_STATE, PREC_QK, PREC_T, PREC_S,
-           PREC_Q, PREC_O, NHV, NHK, DK, INTERP)
+           PREC_Q, PREC_O, NHV, NHK, DK, INTERP, KQ_IN)
 
 
 @triton.jit
@@ -799,6 +802,7 @@ def _gdn_prep_kernel(
     PREC_QK: tl.constexpr, PREC_T: tl.constexpr,
     NHV: tl.constexpr, NHK: tl.constexpr, DK: tl.constexpr, SPLIT: tl.constexpr,
     MMA_V3: tl.constexpr = False, RANK: tl.constexpr = False, PAIR: tl.constexpr = False,
+    KQ_IN: tl.constexpr = False,
 ):
     """Two-launch variant, first launch: Tm (and P) of every (chunk, head), grid (slots, HV, 1);
     with SPLIT (cfg "prep_split", the two-launch rows) grid (slots, HV, 2): Tm and P in separate CTAs,
@@ -806,7 +810,7 @@ def _gdn_prep_kernel(
     2), its two v-heads sharing the k and q loads and K K^T / Q K^T (_prep_slot). MMA_V3 (cfg "prep_mma_v3") is
     not read: it only keys Triton's in-process kernel cache, which ignores the env knobs that pick the lowering
     (_launch_env). RANK (cfg "lpt_ws"): the CTAs (p < N, 0, 0) also write sequence p's row of the longest-first table (_rank_sequence)
-    that the chain launch reads."""
+    that the chain launch reads. KQ_IN (cfg "kq_in"): no fp16 copies of k and q (the chain reads the inputs)."""
     if RANK:
         if (tl.program_id(0) < N) & (tl.program_id(1) == 0) & (tl.program_id(2) == 0):
             _rank_sequence(tl.program_id(0), cu_ptr, perm_ptr, N, NP2)
@@ -815,15 +819,15 @@ def _gdn_prep_kernel(
         if tl.program_id(2) == 0:
             _prep_slot(tl.program_id(0), h, q_ptr, k_ptr, alog_ptr, a_ptr, dtb_ptr,
                        b_ptr, cu_ptr, ws_ptr, wp_ptr, N, True, False, C, SB, LOG2NB, SCAN, NP2,
-                       PREC_QK, PREC_T, NHV, NHK, DK, PAIR)
+                       PREC_QK, PREC_T, NHV, NHK, DK, PAIR, KQ_IN)
         else:
             _prep_slot(tl.program_id(0), h, q_ptr, k_ptr, alog_ptr, a_ptr, dtb_ptr,
                        b_ptr, cu_ptr, ws_ptr, wp_ptr, N, False, True, C, SB, LOG2NB, SCAN, NP2,
-                       PREC_QK, PREC_T, NHV, NHK, DK, PAIR)
+                       PREC_QK, PREC_T, NHV, NHK, DK, PAIR, KQ_IN)
     else:
         _prep_slot(tl.program_id(0), h, q_ptr, k_ptr, alog_ptr, a_ptr, dtb_ptr, b_ptr,
                    cu_ptr, ws_ptr, wp_ptr, N, True, WS_P, C, SB, LOG2NB, SCAN, NP2, PREC_QK, PREC_T,
-                   NHV, NHK, DK, PAIR)
+                   NHV, NHK, DK, PAIR, KQ_IN)
 
 
 @triton.jit
@@ -1310,6 +1314,7 @@ _FUSED_WG_SPLIT_CFG = _wg(_FUSED_SPLIT_CFG)
 _FUSED_WG_CFG = _wg(_FUSED_CFG, prep_mma_v3=True)
 _SEG_WG_CFG = _wg(_SEG_CFG, chain_mma_v3=True)
 _TWO_LAUNCH_WG_CFG = _wg(_TWO_LAUNCH_WIDE_CFG, BV=64, num_stages=2, chain_mma_v3=True)
+_TWO_LAUNCH_WG32_CFG = _wg(_TWO_LAUNCH_T_CFG, BV=32, num_stages=2, chain_mma_v3=True)    # N = 5..15 (r34/r35)
 _LAUNCH_TABLE = [
     (16, None, _ONE_LAUNCH_C16_CFG),
     (32, None, _ONE_LAUNCH_CFG),
@@ -1323,7 +1328,7 @@ _LAUNCH_TABLE = [
     (2999, None, _FUSED_WG_CFG),
     (None, 2, _SEG_3STAGE_CFG),
     (None, 4, _TWO_LAUNCH_LPT_CFG),
-    (None, 15, _TWO_LAUNCH_T_CFG),
+    (None, 15, _TWO_LAUNCH_WG32_CFG),
     (None, 24, _TWO_LAUNCH_WIDE_CFG),
     (None, None, _TWO_LAUNCH_WG_CFG),
 ]
@@ -1470,6 +1475,9 @@ def _launch(algo, q, k, v, state, A_log, a, dt_bias, b, cu_seqlens, scale, outpu
         scale=scale, N=N, NP2=np2, LPT=lpt, WS_P=ws_p, C=C, BV=BV, SB=SB, LOG2NB=log2nb, SCAN=scan,
         HAS_STATE=has_state, NHV=HV, NHK=HK, DK=D, INTERP=not on_gpu, PF=pf, **p)
     split = ws_p and cfg.get("prep_split", False)   # Tm and P of a (chunk, head) in separate CTAs
+    kq_in = bool(cfg.get("kq_in"))      # the chain reads k and q from the inputs: no fp16 copies (_step)
+    if kq_in and not (f16 and not fused and not segs):
+        raise ValueError(f"gdn prefill: launch config {cfg}: kq_in needs f16 and the two-launch chain")
     launches = []   # (jit function, grid, every argument by name, launch options)
     if fused:
         nvb = D // BV
@@ -1486,7 +1494,7 @@ def _launch(algo, q, k, v, state, A_log, a, dt_bias, b, cu_seqlens, scale, outpu
                 q_ptr=q, k_ptr=k, alog_ptr=A_log, a_ptr=a, dtb_ptr=dt_bias, b_ptr=b, cu_ptr=cu_seqlens,
                 ws_ptr=ws, wp_ptr=wp, perm_ptr=perm, N=N, WS_P=ws_p, C=C, SB=SB, LOG2NB=log2nb, SCAN=scan,
                 NP2=np2, PREC_QK=p["PREC_QK"], PREC_T=p["PREC_T"], NHV=HV, NHK=HK, DK=D, SPLIT=split,
-                MMA_V3=bool(cfg.get("prep_mma_v3")), RANK=rank, PAIR=pair), prep_opts))
+                MMA_V3=bool(cfg.get("prep_mma_v3")), RANK=rank, PAIR=pair, KQ_IN=kq_in), prep_opts))
             algo = chain_algo
         if segs:
             mats = N * (segs - 1) * HV * D * D      # segment end states E and transitions X (A^T)
@@ -1502,7 +1510,7 @@ def _launch(algo, q, k, v, state, A_log, a, dt_bias, b, cu_seqlens, scale, outpu
         else:
             launches.append((_gdn_prefill_kernel, (D // BV, N * HV, 1),
                              dict(chain_args, perm_ptr=perm, LPT=2 if rank else lpt, ALGO=algo,
-                                  MMA_V3=bool(cfg.get("chain_mma_v3"))), chain_opts))
+                                  MMA_V3=bool(cfg.get("chain_mma_v3")), KQ_IN=kq_in), chain_opts))
     if not on_gpu:
         for fn, grid, args, opts in launches:
             fn[grid](**args, **opts)
