@@ -229,16 +229,13 @@ def test_transposed_chain_variant(bv, warps, fused):
                   seed=3, out_atol=2e-3)
 
 
-@pytest.mark.parametrize("split,pair", [(True, False), (True, True), (False, True)])
-def test_split_prep_writes_every_slot(split, pair):
-    # the two-launch rows' prep (cfg "prep_split"): its CTAs compute either Tm or P of a (chunk, head); with cfg
-    # "prep_pair" of a chunk's two v-heads sharing one q/k head. The workspaces start as NaN, so a slot or head
-    # that no CTA wrote would poison the outputs.
+def test_split_prep_writes_every_slot():
+    # the two-launch rows' prep (cfg "prep_split"): its CTAs compute either Tm or P of a (chunk, head).
+    # The workspaces start as NaN, so a slot that neither role wrote would poison the outputs.
     cu = [0, 0, 17, 18, 150, 300]
     poison_workspaces(cu)
     assert pk._TWO_LAUNCH_WIDE_CFG["prep_split"]
-    cfg = dict(pk._TWO_LAUNCH_WIDE_CFG, prep_split=split, prep_pair=pair)
-    run_and_check(with_cfg(cfg), cu, seed=3, out_atol=2e-3)
+    run_and_check(with_cfg(pk._TWO_LAUNCH_WIDE_CFG), cu, seed=3, out_atol=2e-3)
 
 
 @pytest.mark.parametrize("trans,seg_bv", [(False, 16), (True, 32)], ids=["untransposed", "transposed-bv32"])
@@ -252,8 +249,7 @@ def test_segment_walk(trans, seg_bv):
     run_and_check(with_cfg(cfg), [0, 5, 5, 130, 131], seed=5, out_atol=2e-3)
 
 
-@pytest.mark.parametrize("pair", [False, True], ids=["per-v-head", "prep-pair"])
-def test_f16_workspace_holds_the_chunks_k_q_and_gates(pair):
+def test_f16_workspace_holds_the_chunks_k_q_and_gates():
     # cfg "f16": per slot the P workspace holds the 8 heads' P tiles, then fp16 copies of k and q of the 4 q/k
     # heads (rows past a sequence's end 0; exact but for values below 2^-14), then per v-head gamma = exp(G), beta
     # and exp(G_end - G) in fp32 (G: the in-chunk cumulative log gate). Checked against the inputs and float64
@@ -261,7 +257,7 @@ def test_f16_workspace_holds_the_chunks_k_q_and_gates(pair):
     from reference.gdn_recurrent import gates
     cu, C = [0, 0, 17, 150], 64
     poison_workspaces(cu)
-    fn = with_cfg(dict(pk._TWO_LAUNCH_WIDE_CFG, prep_pair=pair))
+    fn = with_cfg(pk._TWO_LAUNCH_WIDE_CFG)
     assert fn.cfg["f16"]
     run_and_check(fn, cu, seed=7, out_atol=2e-3)
     inputs = [x.cpu() for x in make_inputs(cu, seed=7)]
@@ -461,13 +457,12 @@ def test_gpu_transposed_chain(bv, warps, fused):
 
 
 @pytest.mark.gpu
-@pytest.mark.parametrize("split,mma_v3,pair", [(False, False, False), (True, False, False), (False, True, False),
-                                               (True, True, True), (False, True, True), (True, False, True)])
-def test_gpu_prep_variants(split, mma_v3, pair):
-    # the prep's knobs other than the table's (split on wgmma, covered by the launch-table tests; cfg "prep_pair",
-    # not in the table), with production precisions, on the table's wide row. Triton 3.6 miscompiled the chain
-    # with wgmma, so each wgmma build is checked on its own.
-    cfg = dict(pk._TWO_LAUNCH_WIDE_CFG, prep_split=split, prep_mma_v3=mma_v3, prep_pair=pair)
+@pytest.mark.parametrize("split,mma_v3", [(False, False), (True, False), (False, True)])
+def test_gpu_prep_variants(split, mma_v3):
+    # the prep's knobs other than the table's (split on wgmma, covered by the launch-table tests), with
+    # production precisions, on the table's wide row. Triton 3.6 miscompiled the chain with wgmma, so
+    # each wgmma build is checked on its own.
+    cfg = dict(pk._TWO_LAUNCH_WIDE_CFG, prep_split=split, prep_mma_v3=mma_v3)
     for cu in ([0, 2107], [round(i * 8192 / 57) for i in range(58)]):
         run_and_check(with_cfg(cfg), cu, seed=7, out_atol=2e-3)
 

@@ -50,7 +50,7 @@ types = {"q_ptr": "*bf16", "k_ptr": "*bf16", "v_ptr": "*bf16", "s_ptr": "*fp32",
          "h_ptr": "*fp32"}
 C, SB = cfg["C"], min(cfg.get("SB", 16), cfg["C"])
 chain_algo = pk.ALGO_CHUNK_WS if wg else pk.ALGO_CHUNK_WS_T
-cst = dict(NP2=2, LPT=False, CHAIN_ALGO=chain_algo, PAIR=cfg.get("prep_pair", False),
+cst = dict(NP2=2, LPT=False, CHAIN_ALGO=chain_algo,
            ALGO=chain_algo if trans or phase or wg else pk.ALGO_CHUNK, SPLIT=cfg.get("prep_split", False),
            MMA_V3=cfg.get("prep_mma_v3", False) or sys.argv[4] == "fused-wg",
            WS_P=fused or trans or prep or bool(phase) or wg,

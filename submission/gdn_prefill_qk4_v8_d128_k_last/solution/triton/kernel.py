@@ -181,16 +181,12 @@ def _cumsum(x, C: tl.constexpr, SCAN: tl.constexpr):
 
 @triton.jit
 def _chunk_tm(k, G, beta, C: tl.constexpr, SB: tl.constexpr, LOG2NB: tl.constexpr,
-              PREC_QK: tl.constexpr, PREC_T: tl.constexpr, GRAM: tl.constexpr = False):
-    """Tm = (I + A)^-1, A[r,s] = beta_r exp(G_r - G_s) (k_r . k_s) for s < r (fp32 [C, C]). With GRAM, k is
-    already K K^T (cfg "prep_pair" shares it between two v-heads)."""
+              PREC_QK: tl.constexpr, PREC_T: tl.constexpr):
+    """Tm = (I + A)^-1, A[r,s] = beta_r exp(G_r - G_s) (k_r . k_s) for s < r (fp32 [C, C])."""
     NB: tl.constexpr = C // SB
     r = tl.arange(0, C)
     lower = r[:, None] > r[None, :]
-    if GRAM:
-        kk = k
-    else:
-        kk = _mm(k, tl.trans(k), PREC_QK)
+    kk = _mm(k, tl.trans(k), PREC_QK)
     dG = tl.where(lower, G[:, None] - G[None, :], 0.0)
     A = tl.where(lower, beta[:, None] * tl.exp(dG) * kk, 0.0)
 
@@ -223,17 +219,12 @@ def _chunk_tm(k, G, beta, C: tl.constexpr, SB: tl.constexpr, LOG2NB: tl.constexp
 
 
 @triton.jit
-def _chunk_p(q, k, G, C: tl.constexpr, PREC_QK: tl.constexpr, GRAM: tl.constexpr = False):
-    """P = (Q K^T) o M, M[r,s] = exp(G_r - G_s) for s <= r, else 0 (fp32 [C, C]). With GRAM, q is already Q K^T
-    (k unused; cfg "prep_pair")."""
+def _chunk_p(q, k, G, C: tl.constexpr, PREC_QK: tl.constexpr):
+    """P = (Q K^T) o M, M[r,s] = exp(G_r - G_s) for s <= r, else 0 (fp32 [C, C])."""
     r = tl.arange(0, C)
     causal = r[:, None] >= r[None, :]
     P = tl.where(causal, tl.exp(tl.where(causal, G[:, None] - G[None, :], 0.0)), 0.0)
-    if GRAM:
-        qk = q
-    else:
-        qk = _mm(q, tl.trans(k), PREC_QK)
-    return P * qk
+    return P * _mm(q, tl.trans(k), PREC_QK)
 
 
 @triton.jit
@@ -417,12 +408,10 @@ def _step(H, c0, bos, eos, n, h, hq, v0, q_ptr, k_ptr, v_ptr, a_ptr, b_ptr, o_pt
           BV: tl.constexpr, SB: tl.constexpr, LOG2NB: tl.constexpr,
           SCAN: tl.constexpr, PREC_QK: tl.constexpr, PREC_T: tl.constexpr,
           PREC_S: tl.constexpr, PREC_Q: tl.constexpr, PREC_O: tl.constexpr, NHV: tl.constexpr,
-          NHK: tl.constexpr, DK: tl.constexpr, INTERP: tl.constexpr, KQ_IN: tl.constexpr = False):
+          NHK: tl.constexpr, DK: tl.constexpr, INTERP: tl.constexpr):
     """One chunk of C tokens [c0, min(c0 + C, eos)): the only place where the ALGOs differ. With PF (cfg
     "prefetch") the chunk's v, a and b come in as vr, ar, br, loaded by the previous step (_walk). Without
-    OUT (a segment's map, _gdn_seg_kernel; ALGO_CHUNK_WS*) only the state is carried: no q, P or output.
-    KQ_IN (cfg "kq_in"): with cfg "f16", k and q from the inputs (bf16, widened by _mm) rather than the prep's
-    fp16 copies, which the prep then does not write."""
+    OUT (a segment's map, _gdn_seg_kernel; ALGO_CHUNK_WS*) only the state is carried: no q, P or output."""
     if ALGO == 1:
         H = _recurrent_chunk(H, c0, eos, h, hq, v0, q_ptr, k_ptr, v_ptr, a_ptr, b_ptr, o_ptr,
                              alog, dtb, scale, C, BV, NHV, NHK, DK, INTERP)
@@ -436,7 +425,7 @@ def _step(H, c0, bos, eos, n, h, hq, v0, q_ptr, k_ptr, v_ptr, a_ptr, b_ptr, o_pt
         F16: tl.constexpr = wp_ptr.dtype.element_ty == tl.float16
         slot = _slot(c0, bos, n, C)
         q = 0.0
-        if F16 and not KQ_IN:
+        if F16:
             kq = _kq_off(slot, hq, C, NHV, NHK, DK)
             if OUT:
                 q = tl.load(wp_ptr + kq + C * DK)
@@ -582,7 +571,7 @@ def _advance(H, c0, bos, eos, vcols, n, h, hq, v0, vn, an, bn, q_ptr, k_ptr, v_p
              ALGO: tl.constexpr, WS_P: tl.constexpr, C: tl.constexpr, BV: tl.constexpr, SB: tl.constexpr,
              LOG2NB: tl.constexpr, SCAN: tl.constexpr, PREC_QK: tl.constexpr, PREC_T: tl.constexpr,
              PREC_S: tl.constexpr, PREC_Q: tl.constexpr, PREC_O: tl.constexpr, NHV: tl.constexpr,
-             NHK: tl.constexpr, DK: tl.constexpr, INTERP: tl.constexpr, KQ_IN: tl.constexpr = False):
+             NHK: tl.constexpr, DK: tl.constexpr, INTERP: tl.constexpr):
     """One step of _walk: with PF, issue chunk c0 + C's v, a, b loads, then walk chunk c0 on vn, an, bn (its
     own, loaded a step earlier); returns the state and the next chunk's loads."""
     vc = vn
@@ -593,7 +582,7 @@ def _advance(H, c0, bos, eos, vcols, n, h, hq, v0, vn, an, bn, q_ptr, k_ptr, v_p
                                NHK, DK)
     H = _step(H, c0, bos, eos, n, h, hq, v0, q_ptr, k_ptr, v_ptr, a_ptr, b_ptr, o_ptr, ws_ptr, wp_ptr, alog,
               dtb, scale, vc, ac, bc, OUT, PF, WS_P, ALGO, C, BV, SB, LOG2NB, SCAN, PREC_QK, PREC_T, PREC_S,
-              PREC_Q, PREC_O, NHV, NHK, DK, INTERP, KQ_IN)
+              PREC_Q, PREC_O, NHV, NHK, DK, INTERP)
     return H, vn, an, bn
 
 
@@ -603,7 +592,7 @@ def _walk(H, cs, ce, bos, eos, vcols, n, h, hq, v0, vn, an, bn, q_ptr, k_ptr, v_
           WS_P: tl.constexpr, C: tl.constexpr, BV: tl.constexpr, SB: tl.constexpr, LOG2NB: tl.constexpr,
           SCAN: tl.constexpr, PREC_QK: tl.constexpr, PREC_T: tl.constexpr, PREC_S: tl.constexpr,
           PREC_Q: tl.constexpr, PREC_O: tl.constexpr, NHV: tl.constexpr, NHK: tl.constexpr,
-          DK: tl.constexpr, INTERP: tl.constexpr, KQ_IN: tl.constexpr = False):
+          DK: tl.constexpr, INTERP: tl.constexpr):
     """The state slice H carried over the chunks [cs, ce) of sequence n (bos, eos): the chain's serial loop.
     With PF, vn/an/bn hold chunk cs's v, a, b and each step issues the next chunk's before its own work; MIX
     and vcols as in _chunk_in."""
@@ -615,14 +604,14 @@ def _walk(H, cs, ce, bos, eos, vcols, n, h, hq, v0, vn, an, bn, q_ptr, k_ptr, v_
             H, vn, an, bn = _advance(H, c0, bos, eos, vcols, n, h, hq, v0, vn, an, bn, q_ptr, k_ptr, v_ptr, a_ptr,
                                      b_ptr, o_ptr, ws_ptr, wp_ptr, alog, dtb, scale, OUT, MIX, PF, ALGO, WS_P, C,
                                      BV, SB, LOG2NB, SCAN, PREC_QK, PREC_T, PREC_S, PREC_Q, PREC_O, NHV, NHK, DK,
-                                     INTERP, KQ_IN)
+                                     INTERP)
             c0 += C
     else:
         for c0 in range(cs, ce, C):
             H, vn, an, bn = _advance(H, c0, bos, eos, vcols, n, h, hq, v0, vn, an, bn, q_ptr, k_ptr, v_ptr, a_ptr,
                                      b_ptr, o_ptr, ws_ptr, wp_ptr, alog, dtb, scale, OUT, MIX, PF, ALGO, WS_P, C,
                                      BV, SB, LOG2NB, SCAN, PREC_QK, PREC_T, PREC_S, PREC_Q, PREC_O, NHV, NHK, DK,
-                                     INTERP, KQ_IN)
+                                     INTERP)
     return H
 
 
@@ -634,7 +623,7 @@ def _chain(pid_v, pid_nh, q_ptr, k_ptr, v_ptr, s_ptr, alog_ptr, a_ptr, dtb_ptr, 
            SCAN: tl.constexpr, HAS_STATE: tl.constexpr, PREC_QK: tl.constexpr,
            PREC_T: tl.constexpr, PREC_S: tl.constexpr, PREC_Q: tl.constexpr,
            PREC_O: tl.constexpr, NHV: tl.constexpr, NHK: tl.constexpr, DK: tl.constexpr,
-           INTERP: tl.constexpr, KQ_IN: tl.constexpr = False):
+           INTERP: tl.constexpr):
     """One CTA's serial walk over the chunks of its (sequence, head, value slice). WAIT (fused launch):
     the number of flag planes to wait on (2 with the split prep role: Tm flags, then P flags nprep
     words further). LPT: 1 ranks the sequences here (_longest_first), 2 reads the rank table the first
@@ -683,28 +672,16 @@ def _chain(pid_v, pid_nh, q_ptr, k_ptr, v_ptr, s_ptr, alog_ptr, a_ptr, dtb_ptr, 
 
     H = _walk(H, bos, eos, bos, eos, BV, n, h, hq, v0, vn, an, bn, q_ptr, k_ptr, v_ptr, a_ptr, b_ptr, o_ptr,
               ws_ptr, wp_ptr, alog, dtb, scale, True, False, PF, ALGO, WS_P, C, BV, SB, LOG2NB, SCAN, PREC_QK,
-              PREC_T, PREC_S, PREC_Q, PREC_O, NHV, NHK, DK, INTERP, KQ_IN)
+              PREC_T, PREC_S, PREC_Q, PREC_O, NHV, NHK, DK, INTERP)
     tl.store(ns_ptr + s_off, H)
-
-
-@triton.jit
-def _pair_gates(a_ptr, b_ptr, alog_ptr, dtb_ptr, tok, valid, h, j: tl.constexpr, alog, dtb, NHV: tl.constexpr):
-    """_chunk_gates of head h + j (cfg "prep_pair": j = 1 loads that head's A_log and dt_bias; j = 0 takes h's)."""
-    if j > 0:
-        alog = tl.load(alog_ptr + h + j).to(tl.float32)
-        dtb = tl.load(dtb_ptr + h + j).to(tl.float32)
-    return _chunk_gates(a_ptr, b_ptr, tok, valid, h + j, alog, dtb, NHV)
 
 
 @triton.jit
 def _prep_slot(slot, h, q_ptr, k_ptr, alog_ptr, a_ptr, dtb_ptr, b_ptr, cu_ptr, ws_ptr, wp_ptr, N,
                DO_TM: tl.constexpr, WS_P: tl.constexpr, C: tl.constexpr, SB: tl.constexpr,
                LOG2NB: tl.constexpr, SCAN: tl.constexpr, NP2: tl.constexpr, PREC_QK: tl.constexpr,
-               PREC_T: tl.constexpr, NHV: tl.constexpr, NHK: tl.constexpr, DK: tl.constexpr,
-               PAIR: tl.constexpr = False, KQ_IN: tl.constexpr = False):
-    """Tm (if DO_TM) and P (if WS_P) of workspace slot `slot`, head h; with PAIR (cfg "prep_pair") of heads h and
-    h + 1 (h even: the two v-heads of one q/k head), K K^T and Q K^T computed once for both. With KQ_IN (cfg
-    "kq_in") the fp16 copies of k and q are not written.
+               PREC_T: tl.constexpr, NHV: tl.constexpr, NHK: tl.constexpr, DK: tl.constexpr):
+    """Tm (if DO_TM) and P (if WS_P) of workspace slot `slot`, head h.
 
     Chunk j of sequence n lives in slot bos_n // C + n + j; the slots of distinct chunks are
     distinct and all below T // C + N + 1 (floor(b/C) + ceil(L/C) <= floor((b+L)/C) + 1).
@@ -729,48 +706,29 @@ def _prep_slot(slot, h, q_ptr, k_ptr, alog_ptr, a_ptr, dtb_ptr, b_ptr, cu_ptr, w
         valid = tok < eos
         qk_off = tok[:, None] * (NHK * DK) + hq * DK + kx[None, :]
         F16: tl.constexpr = wp_ptr.dtype.element_ty == tl.float16      # cfg "f16" (_wp_off)
-        # without PAIR the loops below run once, in the order (and to the SASS) of the code before the knob
         if DO_TM:
             k = tl.load(k_ptr + qk_off, mask=valid[:, None], other=0.0)
-            kk = 0.0
-            if PAIR:
-                kk = _mm(k, tl.trans(k), PREC_QK)
-            for j in tl.static_range(1 + PAIR):
-                lg, beta = _pair_gates(a_ptr, b_ptr, alog_ptr, dtb_ptr, tok, valid, h, j, alog, dtb, NHV)
-                G = _cumsum(lg, C, SCAN)
-                if PAIR:
-                    Tm = _chunk_tm(kk, G, beta, C, SB, LOG2NB, PREC_QK, PREC_T, True)
-                else:
-                    Tm = _chunk_tm(k, G, beta, C, SB, LOG2NB, PREC_QK, PREC_T)
-                tl.store(ws_ptr + _ws_off(slot, h + j, C, NHV), Tm.to(ws_ptr.dtype.element_ty))
-                if F16:
-                    if (j == 0) and not KQ_IN:
-                        if h % (NHV // NHK) == 0:   # one copy per q/k head
-                            tl.store(wp_ptr + _kq_off(slot, hq, C, NHV, NHK, DK), k.to(tl.float16))
-                    gam, dec, egC = _gate_vectors(G)
-                    gp = wp_ptr.to(tl.pointer_type(tl.float32)) + _g_off(slot, h + j, C, NHV, NHK, DK)
-                    tl.store(gp + r, gam)
-                    tl.store(gp + C + r, beta)
-                    tl.store(gp + 2 * C + r, dec)
+            lg, beta = _chunk_gates(a_ptr, b_ptr, tok, valid, h, alog, dtb, NHV)
+            G = _cumsum(lg, C, SCAN)
+            Tm = _chunk_tm(k, G, beta, C, SB, LOG2NB, PREC_QK, PREC_T)
+            tl.store(ws_ptr + _ws_off(slot, h, C, NHV), Tm.to(ws_ptr.dtype.element_ty))
+            if F16:
+                if h % (NHV // NHK) == 0:   # one copy per q/k head
+                    tl.store(wp_ptr + _kq_off(slot, hq, C, NHV, NHK, DK), k.to(tl.float16))
+                gam, dec, egC = _gate_vectors(G)
+                gp = wp_ptr.to(tl.pointer_type(tl.float32)) + _g_off(slot, h, C, NHV, NHK, DK)
+                tl.store(gp + r, gam)
+                tl.store(gp + C + r, beta)
+                tl.store(gp + 2 * C + r, dec)
         if WS_P:
             k = tl.load(k_ptr + qk_off, mask=valid[:, None], other=0.0)
-            q = 0.0
-            qk = 0.0
-            for j in tl.static_range(1 + PAIR):
-                lg, beta = _pair_gates(a_ptr, b_ptr, alog_ptr, dtb_ptr, tok, valid, h, j, alog, dtb, NHV)
-                if j == 0:
-                    q = tl.load(q_ptr + qk_off, mask=valid[:, None], other=0.0)
-                    if PAIR:
-                        qk = _mm(q, tl.trans(k), PREC_QK)
-                if PAIR:
-                    P = _chunk_p(qk, k, _cumsum(lg, C, SCAN), C, PREC_QK, True)
-                else:
-                    P = _chunk_p(q, k, _cumsum(lg, C, SCAN), C, PREC_QK)
-                tl.store(wp_ptr + _wp_off(slot, h + j, F16, C, NHV, NHK, DK), P.to(wp_ptr.dtype.element_ty))
-                if F16 and not KQ_IN:
-                    if j == 0:
-                        if h % (NHV // NHK) == 0:
-                            tl.store(wp_ptr + _kq_off(slot, hq, C, NHV, NHK, DK) + C * DK, q.to(tl.float16))
+            lg, beta = _chunk_gates(a_ptr, b_ptr, tok, valid, h, alog, dtb, NHV)
+            q = tl.load(q_ptr + qk_off, mask=valid[:, None], other=0.0)
+            P = _chunk_p(q, k, _cumsum(lg, C, SCAN), C, PREC_QK)
+            tl.store(wp_ptr + _wp_off(slot, h, F16, C, NHV, NHK, DK), P.to(wp_ptr.dtype.element_ty))
+            if F16:
+                if h % (NHV // NHK) == 0:
+                    tl.store(wp_ptr + _kq_off(slot, hq, C, NHV, NHK, DK) + C * DK, q.to(tl.float16))
 
 
 # --------------------------------------------------------------------------------------------
@@ -784,14 +742,14 @@ def _gdn_prefill_kernel(
     LOG2NB: tl.constexpr, SCAN: tl.constexpr, HAS_STATE: tl.constexpr,
     PREC_QK: tl.constexpr, PREC_T: tl.constexpr, PREC_S: tl.constexpr, PREC_Q: tl.constexpr,
     PREC_O: tl.constexpr, NHV: tl.constexpr, NHK: tl.constexpr, DK: tl.constexpr,
-    INTERP: tl.constexpr, PF: tl.constexpr = False, MMA_V3: tl.constexpr = False, KQ_IN: tl.constexpr = False,
+    INTERP: tl.constexpr, PF: tl.constexpr = False, MMA_V3: tl.constexpr = False,
 ):
     """The chain: grid (value slices, N * HV), slices of one head adjacent (they share q/k). MMA_V3 (cfg
-    "chain_mma_v3") is not read: like the prep's, it keys Triton's in-process cache (_launch_env). KQ_IN: _step."""
+    "chain_mma_v3") is not read: like the prep's, it keys Triton's in-process cache (_launch_env)."""
     _chain(tl.program_id(0), tl.program_id(1), q_ptr, k_ptr, v_ptr, s_ptr, alog_ptr, a_ptr,
            dtb_ptr, b_ptr, cu_ptr, o_ptr, ns_ptr, ws_ptr, wp_ptr, ws_ptr, perm_ptr, 0, 0, scale, N, NP2, LPT,
            0, PF if ALGO != 1 else False, ALGO, WS_P, C, BV, SB, LOG2NB, SCAN, HAS_STATE, PREC_QK, PREC_T, PREC_S,
-           PREC_Q, PREC_O, NHV, NHK, DK, INTERP, KQ_IN)
+           PREC_Q, PREC_O, NHV, NHK, DK, INTERP)
 
 
 @triton.jit
@@ -801,33 +759,30 @@ def _gdn_prep_kernel(
     SCAN: tl.constexpr, NP2: tl.constexpr,
     PREC_QK: tl.constexpr, PREC_T: tl.constexpr,
     NHV: tl.constexpr, NHK: tl.constexpr, DK: tl.constexpr, SPLIT: tl.constexpr,
-    MMA_V3: tl.constexpr = False, RANK: tl.constexpr = False, PAIR: tl.constexpr = False,
-    KQ_IN: tl.constexpr = False,
+    MMA_V3: tl.constexpr = False, RANK: tl.constexpr = False,
 ):
     """Two-launch variant, first launch: Tm (and P) of every (chunk, head), grid (slots, HV, 1);
     with SPLIT (cfg "prep_split", the two-launch rows) grid (slots, HV, 2): Tm and P in separate CTAs,
-    each path with fewer live registers. PAIR (cfg "prep_pair"): one CTA per q/k head, grid (slots, NHK, 1 or
-    2), its two v-heads sharing the k and q loads and K K^T / Q K^T (_prep_slot). MMA_V3 (cfg "prep_mma_v3") is
-    not read: it only keys Triton's in-process kernel cache, which ignores the env knobs that pick the lowering
-    (_launch_env). RANK (cfg "lpt_ws"): the CTAs (p < N, 0, 0) also write sequence p's row of the longest-first table (_rank_sequence)
-    that the chain launch reads. KQ_IN (cfg "kq_in"): no fp16 copies of k and q (the chain reads the inputs)."""
+    each path with fewer live registers. MMA_V3 (cfg "prep_mma_v3") is not read: it only keys Triton's
+    in-process kernel cache, which ignores the env knobs that pick the lowering (_launch_env). RANK (cfg
+    "lpt_ws"): the CTAs (p < N, 0, 0) also write sequence p's row of the longest-first table (_rank_sequence)
+    that the chain launch reads."""
     if RANK:
         if (tl.program_id(0) < N) & (tl.program_id(1) == 0) & (tl.program_id(2) == 0):
             _rank_sequence(tl.program_id(0), cu_ptr, perm_ptr, N, NP2)
-    h = tl.program_id(1) * (1 + PAIR)
     if SPLIT:
         if tl.program_id(2) == 0:
-            _prep_slot(tl.program_id(0), h, q_ptr, k_ptr, alog_ptr, a_ptr, dtb_ptr,
+            _prep_slot(tl.program_id(0), tl.program_id(1), q_ptr, k_ptr, alog_ptr, a_ptr, dtb_ptr,
                        b_ptr, cu_ptr, ws_ptr, wp_ptr, N, True, False, C, SB, LOG2NB, SCAN, NP2,
-                       PREC_QK, PREC_T, NHV, NHK, DK, PAIR, KQ_IN)
+                       PREC_QK, PREC_T, NHV, NHK, DK)
         else:
-            _prep_slot(tl.program_id(0), h, q_ptr, k_ptr, alog_ptr, a_ptr, dtb_ptr,
+            _prep_slot(tl.program_id(0), tl.program_id(1), q_ptr, k_ptr, alog_ptr, a_ptr, dtb_ptr,
                        b_ptr, cu_ptr, ws_ptr, wp_ptr, N, False, True, C, SB, LOG2NB, SCAN, NP2,
-                       PREC_QK, PREC_T, NHV, NHK, DK, PAIR, KQ_IN)
+                       PREC_QK, PREC_T, NHV, NHK, DK)
     else:
-        _prep_slot(tl.program_id(0), h, q_ptr, k_ptr, alog_ptr, a_ptr, dtb_ptr, b_ptr,
+        _prep_slot(tl.program_id(0), tl.program_id(1), q_ptr, k_ptr, alog_ptr, a_ptr, dtb_ptr, b_ptr,
                    cu_ptr, ws_ptr, wp_ptr, N, True, WS_P, C, SB, LOG2NB, SCAN, NP2, PREC_QK, PREC_T,
-                   NHV, NHK, DK, PAIR, KQ_IN)
+                   NHV, NHK, DK)
 
 
 @triton.jit
@@ -1475,9 +1430,6 @@ def _launch(algo, q, k, v, state, A_log, a, dt_bias, b, cu_seqlens, scale, outpu
         scale=scale, N=N, NP2=np2, LPT=lpt, WS_P=ws_p, C=C, BV=BV, SB=SB, LOG2NB=log2nb, SCAN=scan,
         HAS_STATE=has_state, NHV=HV, NHK=HK, DK=D, INTERP=not on_gpu, PF=pf, **p)
     split = ws_p and cfg.get("prep_split", False)   # Tm and P of a (chunk, head) in separate CTAs
-    kq_in = bool(cfg.get("kq_in"))      # the chain reads k and q from the inputs: no fp16 copies (_step)
-    if kq_in and not (f16 and not fused and not segs):
-        raise ValueError(f"gdn prefill: launch config {cfg}: kq_in needs f16 and the two-launch chain")
     launches = []   # (jit function, grid, every argument by name, launch options)
     if fused:
         nvb = D // BV
@@ -1489,12 +1441,11 @@ def _launch(algo, q, k, v, state, A_log, a, dt_bias, b, cu_seqlens, scale, outpu
     else:
         perm = _workspace("perm", 4 * N, torch.int32, q.device) if rank else cu_seqlens   # else a dummy
         if use_ws:
-            pair = bool(cfg.get("prep_pair"))       # one prep CTA per q/k head: its two v-heads
-            launches.append((_gdn_prep_kernel, (nslot, HK if pair else HV, 2 if split else 1), dict(
+            launches.append((_gdn_prep_kernel, (nslot, HV, 2 if split else 1), dict(
                 q_ptr=q, k_ptr=k, alog_ptr=A_log, a_ptr=a, dtb_ptr=dt_bias, b_ptr=b, cu_ptr=cu_seqlens,
                 ws_ptr=ws, wp_ptr=wp, perm_ptr=perm, N=N, WS_P=ws_p, C=C, SB=SB, LOG2NB=log2nb, SCAN=scan,
                 NP2=np2, PREC_QK=p["PREC_QK"], PREC_T=p["PREC_T"], NHV=HV, NHK=HK, DK=D, SPLIT=split,
-                MMA_V3=bool(cfg.get("prep_mma_v3")), RANK=rank, PAIR=pair, KQ_IN=kq_in), prep_opts))
+                MMA_V3=bool(cfg.get("prep_mma_v3")), RANK=rank), prep_opts))
             algo = chain_algo
         if segs:
             mats = N * (segs - 1) * HV * D * D      # segment end states E and transitions X (A^T)
@@ -1510,7 +1461,7 @@ def _launch(algo, q, k, v, state, A_log, a, dt_bias, b, cu_seqlens, scale, outpu
         else:
             launches.append((_gdn_prefill_kernel, (D // BV, N * HV, 1),
                              dict(chain_args, perm_ptr=perm, LPT=2 if rank else lpt, ALGO=algo,
-                                  MMA_V3=bool(cfg.get("chain_mma_v3")), KQ_IN=kq_in), chain_opts))
+                                  MMA_V3=bool(cfg.get("chain_mma_v3"))), chain_opts))
     if not on_gpu:
         for fn, grid, args, opts in launches:
             fn[grid](**args, **opts)
