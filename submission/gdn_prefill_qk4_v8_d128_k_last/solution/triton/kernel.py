@@ -36,7 +36,8 @@ errors stay ~1e-3 and do not grow with length); Tm and its merges and Tm R in tf
 (output only) in bf16. The dots are lowered to
 mma.sync (see _MMA_ENV: Triton 3.6's wgmma lowering of the one-launch loop was measured wrong), except in the
 two-launch rows' first launch, the fused launch's prep role up to 1400 tokens, and the untransposed chains of
-the rows built by _wg (the fused rows, the 1401-2999-token segment row, the N >= 25 two-launch row), which run on
+the rows built by _wg (the fused rows, the 1401-2999-token segment row, the N = 5..15 and N >= 25 two-launch
+rows), which run on
 Hopper wgmma (_MMA_V3_ENV) on an sm_90 GPU; elsewhere mma.sync. Gates are
 computed in the kernel; varlen via cu_seqlens read in the kernel; the partial last chunk of a
 sequence is masked (masked rows get k = q = v = 0, beta = 0, log-gate = 0, so they are inert).
@@ -50,8 +51,8 @@ I/O and output stores are shared:
     ALGO_RECURRENT token-by-token register-resident recurrence, no tensor cores (the ablation:
                    `kernel_recurrent`)
     ALGO_CHUNK_WS_T ALGO_CHUNK_WS with the state slice held transposed, [BV, K] (cfg "trans"):
-                   the chain of the two-launch rows with N = 5..24 and, off sm_90, of the fused launch
-                   (the _wg rows run the untransposed chain on wgmma)
+                   the chain of the two-launch rows with N = 16..24 and, off sm_90, of the fused launch and
+                   the N = 5..15 rows (the _wg rows run the untransposed chain on wgmma)
 The chunked ALGOs load each chunk's v, a and b one step early (cfg "prefetch", every row of the table);
 the recurrent one reads them token by token inside its chunk loop, so there is nothing to prefetch.
 A launch config with "fused" runs ALGO_CHUNK_WS's two launches as two roles of one launch
@@ -969,13 +970,13 @@ def _gdn_fused_kernel(
 #             first finds each segment's affine state map, the second walks each segment from its start
 #             state), so the serial walk is ~2/3 of the chain's
 #   T >= 3000: two launches (ws): Tm and P of every (chunk, head) in parallel first, then the
-#             serial per-sequence chain, 3 stages; BV=16 (N <= 15: few sequences, so more V slices; N <= 4
-#             the untransposed chain, else the transposed one) or the transposed BV=32 (N = 16..24), or
+#             serial per-sequence chain, 3 stages; BV=16 (N <= 4: few sequences, so more V slices; the
+#             untransposed chain), BV=32 on wgmma (N = 5..15, below), the transposed BV=32 (N = 16..24), or
 #             BV=64 on wgmma (N >= 25, below); the prep's CTAs compute Tm or P (split) on wgmma (round 13)
 #   every row from 33 tokens but the one-launch rows: cfg "f16" (rounds 26, 27)
-#   on an sm_90 GPU (rounds 30-32, _wg): the fused rows, the N <= 2 segment row below 3000 tokens and the N >= 25
-#             two-launch row with the chain untransposed on wgmma (the fused N = 3 row at BV=32, the N >= 25 row
-#             at BV=64 with 2 stages); off sm_90 each runs the config it replaced ("no_wgmma")
+#   on an sm_90 GPU (rounds 30-35, _wg): the fused rows, the N <= 2 segment row below 3000 tokens and the N = 5..15
+#             and N >= 25 two-launch rows with the chain untransposed on wgmma (the fused N = 3 row and the N = 5..15
+#             row at BV=32, the N >= 25 row at BV=64, 2 stages); off sm_90 each runs the config it replaced ("no_wgmma")
 #   one-launch C=32/BV=32 on everything: 133.9 us mean (earlier sweep).
 # Per-launch GPU times on the H200 (torch.profiler, cold L2, median of 5; results/h200/logs/
 # prefill_diag.json), prep + chain in us, 4 warps, 2 stages:
@@ -1209,10 +1210,11 @@ def _gdn_fused_kernel(
 # process): the untransposed chain with its dots on wgmma (cfg "chain_mma_v3"; offline sm_90 at BV32 with 2 stages:
 # 164 registers, 571 instructions and 32 HGMMA per step against the transposed mma.sync chain's 255, 659 and 128 HMMA
 # + 74 LDSM; 106 KB of shared memory, 2 CTAs per SM): no failing element, errors unchanged; T = 8192 104.3 -> 100.7
-# (BV32, 2 stages), 95.6 (BV64, 2 stages: 115 KB, 1 CTA per SM, half the CTAs), 122.0 (BV32, 3 stages: 156 KB,
-# 1 CTA per SM); BV16 124.3; BV32 on the N <= 15 rows 3028/5 +0.0, 3999/13 +1.8, 4124/15 -5.3 (not adopted).
+# (BV32, 2 stages), 95.6 (BV64, 2 stages: 115 KB, half the CTAs; 2 CTAs per SM, round 35's probe), 122.0 (BV32,
+# 3 stages: 156 KB, 1 CTA per SM); BV16 124.3; BV32 on the N <= 15 rows 3028/5 +0.0, 3999/13 +1.8, 4124/15 -5.3 (not
+# adopted then; adopted after rounds 34-35).
 # Round 31 (logs/prefill_sweep_r31.json, at 5fa8d1f): BV64 again 105.5 -> 96.9 at T = 8192 (faster on 14 of 16; N = 20
-# +11: 320 CTAs, under 3 waves at 1 CTA per SM, hence the row from N = 25); BV64 with 1 stage 114.7, with 8 warps
+# +11: 320 CTAs, 1.2 waves of 264, hence the row from N = 25); BV64 with 1 stage 114.7, with 8 warps
 # 127.3 / 141.5 (1 / 2 stages), BV128 with 8 warps and 1 stage 148.0 (34 B of spills); BV64 on the N = 5..15 calls
 # +1.9..+17. BV32 with 1 stage: an illegal memory access (Triton 3.6; cf. round 13), hence a GPU test per wgmma row.
 # The fused launch's chain role untransposed on wgmma (cfg "prep_mma_v3", one compile with the prep role; the
@@ -1222,10 +1224,23 @@ def _gdn_fused_kernel(
 # Round 32 (logs/prefill_sweep_r32.json, at 44f0fef, the 4 segment calls): the segment walks untransposed on wgmma,
 # 2 stages: 2107/1 67.4 -> 65.8, 3271/2 86.4 -> 85.7, 5709/2 152.5 -> 158.4 (2040/2, the first call of each process,
 # 85.0 -> 69.3: both inflated, its harness value was 72.6); 3 stages (1 CTA per SM) +17..+35. Adopted below 3000
-# tokens. The harness pass at ac2c981 then measured 2107/1 76.4 and 2040/2 76.4 against cf00160's 65.9 and 72.6: the
-# sweep's gain did not hold there; UNRESOLVED (to re-sweep interleaved, repeated).
+# tokens. The harness pass at ac2c981 then measured 2107/1 76.4 and 2040/2 76.4 against cf00160's 65.9 and 72.6;
+# round 33 (interleaved, three times each) settled it: the 4 segment calls 91.5 on wgmma against 92.3 us.
 # Harness pass at ac2c981 (rounds 30-32 in): all 100: 36.9 us (T < 512 19.3 -> 17.7, T < 2048 44.5 -> 41.1), T = 8192
 # 95.8 us (86.8-103.9, against cf00160's 105.2, 93.1-118.6).
+# Rounds 33-36 (logs/prefill_sweep_r3{3,...,6}.json, session 22, each candidate in its own process; the first call of
+# a process reads up to ~6 us high, so the 3000-token call, first in rounds 34-36, is not evidence): cfg "prep_pair"
+# (one prep CTA per q/k head sharing K K^T and Q K^T, 238 registers) +5.5 at T = 8192; the fused launch from 3000
+# tokens on wgmma +41 (BV64) / +57 (BV32); the prep's diagonal blocks 8 / 4 / 2 wide +4.5 / +6.7 / +6.7 on the mean
+# (registers 163-167 -> up to 198: 2 CTAs per SM instead of 3; at equal occupancy the prep time did not move,
+# logs/prefill_diag6_sb*.json); the prep with 8 warps +39; cfg "kq_in" (the chain reads k and q from the inputs, the
+# prep writes no fp16 copies) the prep -3.6 us at T = 8192 but the chain +4..+23 (BV64: 30 B of spills, k and q not
+# staged through shared memory). Removed from the kernel after their rounds: prep_pair, kq_in. Adopted: wgmma BV32
+# for N = 5..15 (4124/15 66 -> 58 in three runs, 3999/13 -1). Occupancy probe (logs/prefill_occupancy.json): the prep
+# 163-167 registers, 33 KB, 3 CTAs per SM; the BV64 chain 254 registers, 115 KB, 2 CTAs per SM. Per launch at
+# T = 8192 (logs/prefill_diag7_table.json, profiler): prep 34-42 us (~0.23 us per workspace slot), chain 53-67.
+# Harness pass at cc3c1a0 (the N = 5..15 wgmma row): all 100: 36.9 us, T = 8192 96.0 us (86.8-104.3), 4124/15
+# 66.1 -> 57.1, 3999/13 64.0 -> 62.0, 3028/5 63.3 -> 65.2.
 # B200 (148 SMs, sm_100a): UNMEASURED. The thresholds (16, 32, 64, 180, 1400, 3000 tokens, N = 1/2/3/4/15/24), the
 # V splits and the segment count (3: its first launch has 24 CTAs per head and sequence, 192 for one sequence,
 # within the 264 that fit at once on 132 SMs; 148 SMs fit 296) come from H200 timings only; every entry is
