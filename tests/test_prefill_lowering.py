@@ -2,7 +2,7 @@
 Blackwell tcgen05, because Triton 3.6 miscompiles its chunk loop with wgmma (wrong states or an illegal
 memory access on the H200). The launcher sets DISABLE_MMA_V3/V5 around its launches; this checks that
 those knobs are what keeps wgmma out, for the one-launch config of the launch table, on sm_90 and sm_100;
-the fused launch, the transposed chain (the table's chain from N >= 5) and the segment launches must build for
+the fused launch, the transposed chain (the table's chain for N = 16..24) and the segment launches must build for
 both targets too.
 Those rows build as the table runs them (cfg "f16": fp16 workspaces and dot operands).
 The prep of the two-launch rows and of the fused rows up to 1400 tokens is the exception: MMAv3 stays on for it

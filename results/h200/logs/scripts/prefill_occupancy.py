@@ -13,7 +13,7 @@ seen = []
 for fn in (K._gdn_prep_kernel, K._gdn_prefill_kernel, K._gdn_seg_kernel, K._gdn_fused_kernel):
     def warmup(*a, _fn=fn, _orig=type(fn).warmup, **kw):
         ck = _orig(_fn, *a, **kw)
-        seen.append((_fn.__name__ if hasattr(_fn, "__name__") else str(_fn), kw.get("num_warps", 4), ck))
+        seen.append((_fn.__name__, kw.get("num_warps", 4), ck))
         return ck
     fn.warmup = warmup
 rows = []

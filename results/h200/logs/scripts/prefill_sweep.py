@@ -454,11 +454,12 @@ def _old_seg(w):
     return c.get("no_wgmma", c) if c.get("segs") else None
 
 
-ROUNDS["r33"] = [  # (prepared in session 21, run in session 22 at 8f6ca8c; result: the segment row on wgmma 91.5 against
-                   # 92.3 us, kept; prep_pair +5.5 us at T = 8192, +4.5 below, removed from the kernel after it) The segment row on wgmma against its
-                   # old config, interleaved three times (sweep r32 and the ac2c981 pass disagreed: 2107/1 -1.6 there,
-                   # +10.5 here); cfg "prep_pair" (one prep CTA per q/k head, K K^T / Q K^T once for its two v-heads;
-                   # offline sm_90 split + wgmma: 238 registers, 5384 instructions against 164 and 2 x 3136) on every
+ROUNDS["r33"] = [  # (prepared in session 21, run in session 22 at 8f6ca8c; result: the segment row on wgmma 91.5
+                   # against 92.3 us, kept; prep_pair +5.5 us at T = 8192, +4.5 below, removed from the kernel after
+                   # it: the kernel ignores the key now, so a rerun's "pair" candidates run the table) The segment row
+                   # on wgmma against its old config, interleaved three times (sweep r32 and the ac2c981 pass
+                   # disagreed: 2107/1 -1.6 there, +10.5 here); cfg "prep_pair" (one prep CTA per q/k head, K K^T /
+                   # Q K^T once for its two v-heads; offline sm_90 split + wgmma: 238 registers, 5384 instructions against 164 and 2 x 3136) on every
                    # row with a prep launch, twice, interleaved; a warm-up first (the first call of a process reads
                    # high, r32)
     ("warmup", _prep_rows({}), None, 1401, BIG),
@@ -472,7 +473,8 @@ ROUNDS["r33"] = [  # (prepared in session 21, run in session 22 at 8f6ca8c; resu
     )],
 ]
 ROUNDS["r34"] = [  # (session 22 at 8f6ca8c; result: fused64 +41 us and fused32 +57 at T = 8192; wg32n5 4124/15 -8.8,
-                   # 3999/13 -1.0; wg16n5 mixed; sb8 -1..-4 on four calls, +8 on the N >= 34 ones) New wgmma builds, each in its own process (CANDS): the fused launch from
+                   # 3999/13 -1.0; wg16n5 mixed; sb8 -1..-4 on four calls, +8 on the N >= 34 ones) New wgmma builds,
+                   # each in its own process (CANDS): the fused launch from
                    # 3000 tokens with the wgmma chain (BV64: 255 registers, 115 KB offline; BV32: 187, 107 KB) and the
                    # split wgmma prep; the wgmma chain on the N = 5..15 rows again (r30: noisy, mixed)
     ("table-a", lambda w: K._pick(w["T"], w["N"]), None, 3000, BIG),
@@ -501,7 +503,8 @@ ROUNDS["r35"] = [  # (session 22 at f5aa069; result: sb8/sb4/sb2 +4.5/+6.7/+6.7 
 ]
 ROUNDS["r36"] = [  # (session 22 at 59ae035; result: 93.3 -> 109.5 us: the prep 3.6 us faster at T = 8192, the chain
                    # 4-23 us slower (BV64: 30 B of spills, k and q no longer staged through shared memory); cfg
-                   # "kq_in" removed from the kernel after it) (the table now has wgmma BV32 for N = 5..15) cfg "kq_in": the chain reads k and q from
+                   # "kq_in" removed from the kernel after it: a rerun's "kqin" candidates run the table) (the table
+                   # now has wgmma BV32 for N = 5..15) cfg "kq_in": the chain reads k and q from
                    # the inputs (bf16, widened to fp16 in registers) and the prep writes no fp16 copies of them (a third
                    # of the prep's DRAM writes); the two-launch rows from 3000 tokens, twice, each in its own process
     ("table-a", lambda w: K._pick(w["T"], w["N"]), None, 3000, BIG),
