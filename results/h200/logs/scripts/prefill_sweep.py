@@ -459,7 +459,8 @@ ROUNDS["r33"] = [  # (prepared in session 21, run in session 22 at 8f6ca8c; resu
                    # it: the kernel ignores the key now, so a rerun's "pair" candidates run the table) The segment row
                    # on wgmma against its old config, interleaved three times (sweep r32 and the ac2c981 pass
                    # disagreed: 2107/1 -1.6 there, +10.5 here); cfg "prep_pair" (one prep CTA per q/k head, K K^T /
-                   # Q K^T once for its two v-heads; offline sm_90 split + wgmma: 238 registers, 5384 instructions against 164 and 2 x 3136) on every
+                   # Q K^T once for its two v-heads; offline sm_90 split + wgmma: 238 registers, 5384 instructions
+                   # against 164 and 2 x 3136) on every
                    # row with a prep launch, twice, interleaved; a warm-up first (the first call of a process reads
                    # high, r32)
     ("warmup", _prep_rows({}), None, 1401, BIG),
