@@ -20,8 +20,9 @@ help:
 
 venv: .venv/.installed
 
+# every core (pytest-xdist); worksteal, since a few interpreter tests take minutes each
 test: .venv/.installed
-	.venv/bin/python -m pytest -m "not gpu" -q
+	.venv/bin/python -m pytest -m "not gpu" -q -n auto --dist worksteal
 
 test-gpu:
 	python3 -m pytest -m gpu -q
