@@ -406,7 +406,7 @@ LONG_CASES = {   # name: (cu_seqlens, the launch-table row it must take)
     "seg-T8192-N1": ([0, 8192], 10),
     "seg-T5709-N2": ([0, 5258, 5709], 10),
     "two-launch-T8192-N3": ([0, 5000, 5001, 8192], 11),
-    "two-launch-trans-T4124-N15": ([round(i * 4124 / 15) for i in range(16)], 12),
+    "two-launch-wg32-T4124-N15": ([round(i * 4124 / 15) for i in range(16)], 12),
     "wide-T3000-N20": ([i * 150 for i in range(21)], 13),
     "wide-T8192-N20": ([round(i * 8192 / 20) for i in range(21)], 13),
     "wgmma-T8192-N57": ([round(i * 8192 / 57) for i in range(58)], 14),

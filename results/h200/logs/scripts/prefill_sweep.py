@@ -412,7 +412,8 @@ def _fused_rows(change):
     return cfg
 
 
-ROUNDS["r31"] = [  # (after r30: BV64 on wgmma won at T = 8192, 104.3 -> 95.6 us, with 1 CTA per SM) slice widths, warps
+ROUNDS["r31"] = [  # (after r30: BV64 on wgmma won at T = 8192, 104.3 -> 95.6 us, with 1 CTA per SM, as thought then;
+                   # r35's occupancy probe measured 2) slice widths, warps
                    # and stages of the wgmma chain from 3000 tokens, and the fused launch's chain role untransposed on
                    # wgmma (its prep role already is up to 1400 tokens); each candidate in its own process (CANDS)
     ("table-a", lambda w: K._pick(w["T"], w["N"]), None, 33, BIG),

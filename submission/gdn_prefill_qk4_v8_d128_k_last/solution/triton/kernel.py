@@ -37,8 +37,7 @@ errors stay ~1e-3 and do not grow with length); Tm and its merges and Tm R in tf
 mma.sync (see _MMA_ENV: Triton 3.6's wgmma lowering of the one-launch loop was measured wrong), except in the
 two-launch rows' first launch, the fused launch's prep role up to 1400 tokens, and the untransposed chains of
 the rows built by _wg (the fused rows, the 1401-2999-token segment row, the N = 5..15 and N >= 25 two-launch
-rows), which run on
-Hopper wgmma (_MMA_V3_ENV) on an sm_90 GPU; elsewhere mma.sync. Gates are
+rows), which run on Hopper wgmma (_MMA_V3_ENV) on an sm_90 GPU; elsewhere mma.sync. Gates are
 computed in the kernel; varlen via cu_seqlens read in the kernel; the partial last chunk of a
 sequence is masked (masked rows get k = q = v = 0, beta = 0, log-gate = 0, so they are inert).
 
