@@ -514,7 +514,16 @@ ROUNDS["r36"] = [  # (session 22 at 59ae035; result: 93.3 -> 109.5 us: the prep 
     ("table-b", lambda w: K._pick(w["T"], w["N"]), None, 3000, BIG),
     ("kqin-b", _two_rows(dict(kq_in=True)), None, 3000, BIG),
 ]
-CANDS = ROUNDS[os.environ.get("ROUND", "r36")]
+ROUNDS["r37"] = [  # (session 23) cfg "early" = K: the K longest sequences walked by a second chain launch on a
+                   # high-priority stream while the prep runs (the prep prepares their slots first and flags them); the
+                   # chain launch after the prep walks the other ranks. The two-launch rows from 3000 tokens, longest
+                   # first on for all of them (early needs the rank table); each candidate in its own process
+    ("table-a", lambda w: K._pick(w["T"], w["N"]), None, 3000, BIG),
+    *[(f"e{k}{sfx}", _two_rows(dict(lpt=True, lpt_ws=True, early=k)), None, 3000, BIG)
+      for sfx in ("", "-b") for k in (2, 4, 8)],
+    ("table-b", lambda w: K._pick(w["T"], w["N"]), None, 3000, BIG),
+]
+CANDS = ROUNDS[os.environ.get("ROUND", "r37")]
 if os.environ.get("CANDS"):
     CANDS = [c for c in CANDS if c[0] in os.environ["CANDS"].split(",")]
 
