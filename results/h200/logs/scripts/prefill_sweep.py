@@ -523,7 +523,15 @@ ROUNDS["r37"] = [  # (session 23) cfg "early" = K: the K longest sequences walke
       for sfx in ("", "-b") for k in (2, 4, 8)],
     ("table-b", lambda w: K._pick(w["T"], w["N"]), None, 3000, BIG),
 ]
-CANDS = ROUNDS[os.environ.get("ROUND", "r37")]
+ROUNDS["r38"] = [  # (session 23, after r37: early = 2 gained 2-6 us on the calls with the longest sequences, lost 4-10
+                   # elsewhere; 4 and 8 lost more) the early launch with the longest sequence only, and with narrower
+                   # value slices (cfg "early_bv" 32: twice the CTAs per sequence, each half the columns)
+    ("e1", _two_rows(dict(lpt=True, lpt_ws=True, early=1)), None, 3000, BIG),
+    ("e2b32", _two_rows(dict(lpt=True, lpt_ws=True, early=2, early_bv=32)), None, 3000, BIG),
+    ("e4b32", _two_rows(dict(lpt=True, lpt_ws=True, early=4, early_bv=32)), None, 3000, BIG),
+    ("table-c", lambda w: K._pick(w["T"], w["N"]), None, 3000, BIG),
+]
+CANDS = ROUNDS[os.environ.get("ROUND", "r38")]
 if os.environ.get("CANDS"):
     CANDS = [c for c in CANDS if c[0] in os.environ["CANDS"].split(",")]
 

@@ -1546,11 +1546,12 @@ def _launch(algo, q, k, v, state, A_log, a, dt_bias, b, cu_seqlens, scale, outpu
                              dict(seg_args, PHASE=1, BV=bv1), chain_opts))
             launches.append((_gdn_seg_kernel, (D // BV, N * (segs - 1), HV), dict(seg_args, PHASE=2), chain_opts))
         else:
-            main = dict(chain_args, perm_ptr=perm, sync_ptr=sync, NPREP=nslot * HV if early else 0, RANK0=0,
+            main = dict(chain_args, perm_ptr=perm, sync_ptr=sync, NPREP=nslot * HV if early else 0, RANK0=0, WAIT=0,
                         LPT=2 if rank else lpt, ALGO=algo, MMA_V3=bool(cfg.get("chain_mma_v3")))
             if early:   # ranks < K in-kernel (the rank table is being written meanwhile), on the side stream
-                launches.append((_gdn_prefill_kernel, (D // BV, early * HV, 1), dict(main, LPT=1, WAIT=planes),
-                                 chain_opts, True))
+                ebv = cfg.get("early_bv", BV)       # its value slices may be narrower (more CTAs per sequence)
+                launches.append((_gdn_prefill_kernel, (D // ebv, early * HV, 1),
+                                 dict(main, LPT=1, WAIT=planes, BV=ebv), chain_opts, True))
             launches.append((_gdn_prefill_kernel, (D // BV, (N - early) * HV, 1), dict(main, RANK0=early),
                              chain_opts))
     launches = [launch if len(launch) == 5 else (*launch, False) for launch in launches]    # + on the side stream?
