@@ -18,9 +18,6 @@ import torch
 if not torch.cuda.is_available():
     os.environ.setdefault("TRITON_INTERPRET", "1")
 
-import triton  # noqa: E402  (after TRITON_INTERPRET)
-import triton.language as tl  # noqa: E402
-
 from reference.gdn_recurrent import recurrent_packed  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -241,59 +238,6 @@ def test_split_prep_writes_every_slot():
     run_and_check(with_cfg(pk._TWO_LAUNCH_WIDE_CFG), cu, seed=3, out_atol=2e-3)
 
 
-def _early_order(cu, K, C=64):
-    """cfg "early": the prep's slot order as an independent expectation. The K longest sequences (ties: lower
-    index first), each one's chunk slots in order, then every other slot of the T // C + N + 1 ascending."""
-    N = len(cu) - 1
-    first = [cu[n] // C + n for n in range(N)]
-    top = sorted(range(N), key=lambda n: (-(cu[n + 1] - cu[n]), n))[:K]
-    mine = [first[n] + j for n in top for j in range(-(-(cu[n + 1] - cu[n]) // C))]
-    return mine + [s for s in range(cu[-1] // C + N + 1) if s not in mine], len(mine)
-
-
-@triton.jit
-def _early_slot_probe(cu_ptr, out_ptr, N, NP2: tl.constexpr, K: tl.constexpr, C: tl.constexpr):
-    u = tl.program_id(0)
-    slot, flagged = pk._early_slot(u, cu_ptr, N, NP2, K, C)
-    tl.store(out_ptr + 2 * u, slot)
-    tl.store(out_ptr + 2 * u + 1, flagged.to(tl.int32))
-
-
-@pytest.mark.parametrize("cu,K", [([0, 0, 70, 75, 200, 260, 300], 2), ([0, 64, 128, 129, 400, 401, 700], 4),
-                                  ([0, 10, 200, 390, 391, 391, 640], 2)],
-                         ids=["empty-first", "ties-and-range-ends", "tie-at-the-top"])
-def test_early_slot_order(cu, K):
-    # every slot exactly once: the K longest sequences' chunks first (flagged), then the rest ascending
-    N, C = len(cu) - 1, 64
-    nslot = cu[-1] // C + N + 1
-    out = torch.full((nslot, 2), -1, dtype=torch.int32, device=DEVICE)
-    _early_slot_probe[(nslot,)](torch.tensor(cu, dtype=torch.int64, device=DEVICE), out, N,
-                                NP2=max(2, triton.next_power_of_2(N)), K=K, C=C)
-    order, flagged = _early_order(cu, K, C)
-    assert out[:, 0].cpu().tolist() == order
-    assert out[:, 1].cpu().tolist() == [1] * flagged + [0] * (nslot - flagged)
-
-
-@pytest.mark.parametrize("row", ["_TWO_LAUNCH_WIDE_CFG", "_TWO_LAUNCH_WG_CFG"])
-def test_early_chain_launch(row):
-    # cfg "early" = 2: the prep prepares the 2 longest sequences' slots first and flags them, a second chain
-    # launch walks those sequences (it waits for the flags), the chain launch after the prep the other ranks. The
-    # workspaces start as NaN; the zero-length sequence and the ties go through the main chain.
-    cu = [0, 0, 70, 75, 200, 260, 300]
-    nslot = poison_workspaces(cu)
-    fn = with_cfg(dict(getattr(pk, row), lpt=True, lpt_ws=True, early=2))
-    run_and_check(fn, cu, seed=3, out_atol=2e-3)
-    sync = lambda: next(b for key, b in pk._WORKSPACES.items() if key[0] == "early_sync").cpu()  # noqa: E731
-    epoch = int(sync()[2])
-    flags = sync()[3:3 + 2 * nslot * 8].view(2, nslot, 8)
-    order, flagged = _early_order(cu, 2)
-    assert sorted(order[:flagged]) == [1, 2, 4, 5]      # sequence 3 (125 tokens), then 1 (70)
-    assert (flags[:, order[:flagged]] == epoch).all(), "both planes of the early slots hold this call's epoch"
-    assert (flags[:, order[flagged:]] < epoch).all(), "no other slot is flagged"
-    run_and_check(fn, cu, seed=4, out_atol=2e-3)
-    assert sync()[:3].tolist() == [0, 0, epoch + 1], "the counters return to 0, the epoch moves on"
-
-
 @pytest.mark.parametrize("trans,seg_bv", [(False, 16), (True, 32)], ids=["untransposed", "transposed-bv32"])
 def test_segment_walk(trans, seg_bv):
     # cfg "segs": 4 segments of 2 chunks (C = 16) for the 125-token sequence, so its last segment starts from
@@ -477,22 +421,6 @@ def test_gpu_launch_table_on_contest_shapes(cu, row):
     assert pk._pick(cu[-1], len(cu) - 1) is pk._LAUNCH_TABLE[row][2]
     out_err, state_err = run_and_check(pk.kernel, cu, seed=7, out_atol=2e-3)
     print(f"\n{cu[-1]} tokens, {len(cu) - 1} seqs: output max abs err {out_err:.3g}, state {state_err:.3g}")
-
-
-@pytest.mark.gpu
-@pytest.mark.parametrize("row", ["_TWO_LAUNCH_WG32_CFG", "_TWO_LAUNCH_WIDE_CFG", "_TWO_LAUNCH_WG_CFG"])
-@pytest.mark.parametrize("K", [2, 4, 8])
-def test_gpu_early_chain(row, K):
-    # cfg "early": the K longest sequences' chain runs on a second stream while the prep runs, waiting on the prep's
-    # flags; on contest-like shapes (a dominant sequence, ties, an empty one), several calls in a row (each waits
-    # for its own epoch), then the outputs are re-checked after a call on other inputs reused the workspaces
-    cfg = dict(getattr(pk, row), lpt=True, lpt_ws=True, early=K)
-    for cu in ([0, 1194, 1194, 1400, 1600] + [1600 + 200 * i for i in range(1, 33)],
-               [round(i * 8192 / 57) for i in range(58)], [round(i * 4124 / 15) for i in range(16)]):
-        for seed in (11, 12):
-            run_and_check(with_cfg(cfg), cu, seed=seed, out_atol=2e-3)
-    sync = next(b for key, b in pk._WORKSPACES.items() if key[0] == "early_sync").cpu()
-    assert sync[:2].tolist() == [0, 0]
 
 
 @pytest.mark.gpu

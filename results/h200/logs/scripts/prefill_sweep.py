@@ -514,24 +514,22 @@ ROUNDS["r36"] = [  # (session 22 at 59ae035; result: 93.3 -> 109.5 us: the prep 
     ("table-b", lambda w: K._pick(w["T"], w["N"]), None, 3000, BIG),
     ("kqin-b", _two_rows(dict(kq_in=True)), None, 3000, BIG),
 ]
-ROUNDS["r37"] = [  # (session 23) cfg "early" = K: the K longest sequences walked by a second chain launch on a
-                   # high-priority stream while the prep runs (the prep prepares their slots first and flags them); the
-                   # chain launch after the prep walks the other ranks. The two-launch rows from 3000 tokens, longest
-                   # first on for all of them (early needs the rank table); each candidate in its own process
+ROUNDS["r37"] = [  # (session 23 at 894d4b9; result: early = 2 -2..-6 us on the calls with the longest sequences,
+                   # +4..+10 elsewhere, mean 92.5 -> 94.6; early = 4 97.5, 8 117.3. logs/prefill_timeline_r38 (at
+                   # 2fb11fa, K = 1, 2, 4 and cfg "early_bv" 32 on three T = 8192 calls): the early launch's CTAs start
+                   # 15-25 us after the prep, the prep takes 6-24 us longer (the slot order's cost in every prep CTA and
+                   # the early chain's CTAs on its SMs), and the early chain's steps under the prep are ~1.5x slower.
+                   # cfg "early" and "early_bv" were removed from the kernel after it: a rerun's "e" candidates run the
+                   # table) cfg "early" = K: the K longest sequences walked by a second chain launch on a high-priority
+                   # stream while the prep runs (the prep prepares their slots first and flags them); the chain launch
+                   # after the prep walks the other ranks. The two-launch rows from 3000 tokens, longest first on for all
+                   # of them (early needs the rank table); each candidate in its own process
     ("table-a", lambda w: K._pick(w["T"], w["N"]), None, 3000, BIG),
     *[(f"e{k}{sfx}", _two_rows(dict(lpt=True, lpt_ws=True, early=k)), None, 3000, BIG)
       for sfx in ("", "-b") for k in (2, 4, 8)],
     ("table-b", lambda w: K._pick(w["T"], w["N"]), None, 3000, BIG),
 ]
-ROUNDS["r38"] = [  # (session 23, after r37: early = 2 gained 2-6 us on the calls with the longest sequences, lost 4-10
-                   # elsewhere; 4 and 8 lost more) the early launch with the longest sequence only, and with narrower
-                   # value slices (cfg "early_bv" 32: twice the CTAs per sequence, each half the columns)
-    ("e1", _two_rows(dict(lpt=True, lpt_ws=True, early=1)), None, 3000, BIG),
-    ("e2b32", _two_rows(dict(lpt=True, lpt_ws=True, early=2, early_bv=32)), None, 3000, BIG),
-    ("e4b32", _two_rows(dict(lpt=True, lpt_ws=True, early=4, early_bv=32)), None, 3000, BIG),
-    ("table-c", lambda w: K._pick(w["T"], w["N"]), None, 3000, BIG),
-]
-CANDS = ROUNDS[os.environ.get("ROUND", "r38")]
+CANDS = ROUNDS[os.environ.get("ROUND", "r37")]
 if os.environ.get("CANDS"):
     CANDS = [c for c in CANDS if c[0] in os.environ["CANDS"].split(",")]
 

@@ -677,39 +677,6 @@ def _chain(pid_v, pid_nh, q_ptr, k_ptr, v_ptr, s_ptr, alog_ptr, a_ptr, dtb_ptr, 
 
 
 @triton.jit
-def _early_slot(u, cu_ptr, N, NP2: tl.constexpr, K: tl.constexpr, C: tl.constexpr):
-    """cfg "early": the workspace slot that the prep CTAs of order u prepare. The slots of the K longest
-    sequences come first (in _longest_first's order, each sequence's chunks in order), then every other slot in
-    slot order (_prep_slot's layout: sequence n's chunks are slots bos_n // C + n + j). Returns the slot and
-    whether it is one of the K sequences' (its CTAs publish flags that the early chain waits on)."""
-    i = tl.arange(0, NP2)
-    m = i < N
-    cu0 = tl.load(cu_ptr + i, mask=m, other=0).to(tl.int32)
-    ln = tl.where(m, tl.load(cu_ptr + i + 1, mask=m, other=0).to(tl.int32) - cu0, -1)
-    kk = tl.arange(0, K)
-    first = tl.zeros((K,), dtype=tl.int32)
-    nch = tl.zeros((K,), dtype=tl.int32)
-    for j in tl.static_range(K):        # the j-th longest: longest, the lower index on ties
-        top = tl.max(ln, axis=0)
-        n = tl.min(tl.where(ln == top, i, NP2), axis=0)
-        bos = tl.sum(tl.where(i == n, cu0, 0), axis=0)
-        first = tl.where(kk == j, bos // C + n, first)
-        nch = tl.where(kk == j, (top + C - 1) // C, nch)
-        ln = tl.where(i == n, -1, ln)
-    before = tl.cumsum(nch, axis=0) - nch
-    mine = (u >= before) & (u < before + nch)
-    top_slot = tl.sum(tl.where(mine, first + u - before, 0), axis=0)
-    # else the (u - E)-th slot outside the K sequences' ranges: the least fixed point of
-    # s = (u - E) + (slots of the ranges that start at or below s), reached from below in <= K + 1 steps
-    rest = u - tl.sum(nch, axis=0)
-    s = rest
-    for _ in tl.static_range(K + 1):
-        s = rest + tl.sum(tl.where(first <= s, nch, 0), axis=0)
-    flagged = rest < 0
-    return tl.where(flagged, top_slot, s), flagged
-
-
-@triton.jit
 def _prep_slot(slot, h, q_ptr, k_ptr, alog_ptr, a_ptr, dtb_ptr, b_ptr, cu_ptr, ws_ptr, wp_ptr, N,
                DO_TM: tl.constexpr, WS_P: tl.constexpr, C: tl.constexpr, SB: tl.constexpr,
                LOG2NB: tl.constexpr, SCAN: tl.constexpr, NP2: tl.constexpr, PREC_QK: tl.constexpr,
@@ -770,84 +737,52 @@ def _prep_slot(slot, h, q_ptr, k_ptr, alog_ptr, a_ptr, dtb_ptr, b_ptr, cu_ptr, w
 @triton.jit
 def _gdn_prefill_kernel(
     q_ptr, k_ptr, v_ptr, s_ptr, alog_ptr, a_ptr, dtb_ptr, b_ptr, cu_ptr, o_ptr, ns_ptr, ws_ptr,
-    wp_ptr, perm_ptr, sync_ptr, scale, N, NPREP, RANK0, NP2: tl.constexpr, LPT: tl.constexpr,
+    wp_ptr, perm_ptr, scale, N, NP2: tl.constexpr, LPT: tl.constexpr,
     ALGO: tl.constexpr, WS_P: tl.constexpr, C: tl.constexpr, BV: tl.constexpr, SB: tl.constexpr,
     LOG2NB: tl.constexpr, SCAN: tl.constexpr, HAS_STATE: tl.constexpr,
     PREC_QK: tl.constexpr, PREC_T: tl.constexpr, PREC_S: tl.constexpr, PREC_Q: tl.constexpr,
     PREC_O: tl.constexpr, NHV: tl.constexpr, NHK: tl.constexpr, DK: tl.constexpr,
-    INTERP: tl.constexpr, PF: tl.constexpr = False, MMA_V3: tl.constexpr = False, WAIT: tl.constexpr = 0,
+    INTERP: tl.constexpr, PF: tl.constexpr = False, MMA_V3: tl.constexpr = False,
 ):
-    """The chain: grid (value slices, sequences * HV), slices of one head adjacent (they share q/k), the
-    sequences of ranks RANK0 on (cfg "early": the main chain skips the K longest). MMA_V3 (cfg "chain_mma_v3") is
-    not read: like the prep's, it keys Triton's in-process cache (_launch_env). WAIT (cfg "early", the early
-    chain launch, concurrent with the prep on a second stream): the flag planes to wait on before walking, as in
-    the fused launch; the last CTA to finish moves the epoch on (sync words: _gdn_fused_kernel)."""
-    want = 0
-    if WAIT:
-        want = tl.atomic_add(sync_ptr + 2, 0) + 1
-    _chain(tl.program_id(0), tl.program_id(1) + RANK0 * NHV, q_ptr, k_ptr, v_ptr, s_ptr, alog_ptr, a_ptr,
-           dtb_ptr, b_ptr, cu_ptr, o_ptr, ns_ptr, ws_ptr, wp_ptr, sync_ptr, perm_ptr, want, NPREP, scale, N, NP2,
-           LPT, WAIT, PF if ALGO != 1 else False, ALGO, WS_P, C, BV, SB, LOG2NB, SCAN, HAS_STATE, PREC_QK, PREC_T,
-           PREC_S, PREC_Q, PREC_O, NHV, NHK, DK, INTERP)
-    if WAIT:
-        if tl.atomic_add(sync_ptr + 1, 1) == tl.num_programs(0) * tl.num_programs(1) - 1:
-            tl.atomic_xchg(sync_ptr + 1, 0)
-            tl.atomic_xchg(sync_ptr + 2, want)
+    """The chain: grid (value slices, N * HV), slices of one head adjacent (they share q/k). MMA_V3 (cfg
+    "chain_mma_v3") is not read: like the prep's, it keys Triton's in-process cache (_launch_env)."""
+    _chain(tl.program_id(0), tl.program_id(1), q_ptr, k_ptr, v_ptr, s_ptr, alog_ptr, a_ptr,
+           dtb_ptr, b_ptr, cu_ptr, o_ptr, ns_ptr, ws_ptr, wp_ptr, ws_ptr, perm_ptr, 0, 0, scale, N, NP2, LPT,
+           0, PF if ALGO != 1 else False, ALGO, WS_P, C, BV, SB, LOG2NB, SCAN, HAS_STATE, PREC_QK, PREC_T, PREC_S,
+           PREC_Q, PREC_O, NHV, NHK, DK, INTERP)
 
 
 @triton.jit
 def _gdn_prep_kernel(
-    q_ptr, k_ptr, alog_ptr, a_ptr, dtb_ptr, b_ptr, cu_ptr, ws_ptr, wp_ptr, perm_ptr, sync_ptr, N, NPREP,
+    q_ptr, k_ptr, alog_ptr, a_ptr, dtb_ptr, b_ptr, cu_ptr, ws_ptr, wp_ptr, perm_ptr, N,
     WS_P: tl.constexpr, C: tl.constexpr, SB: tl.constexpr, LOG2NB: tl.constexpr,
     SCAN: tl.constexpr, NP2: tl.constexpr,
     PREC_QK: tl.constexpr, PREC_T: tl.constexpr,
     NHV: tl.constexpr, NHK: tl.constexpr, DK: tl.constexpr, SPLIT: tl.constexpr,
-    MMA_V3: tl.constexpr = False, RANK: tl.constexpr = False, EARLY: tl.constexpr = 0,
+    MMA_V3: tl.constexpr = False, RANK: tl.constexpr = False,
 ):
     """Two-launch variant, first launch: Tm (and P) of every (chunk, head), grid (slots, HV, 1);
     with SPLIT (cfg "prep_split", the two-launch rows) grid (slots, HV, 2): Tm and P in separate CTAs,
     each path with fewer live registers. MMA_V3 (cfg "prep_mma_v3") is not read: it only keys Triton's
     in-process kernel cache, which ignores the env knobs that pick the lowering (_launch_env). RANK (cfg
     "lpt_ws"): the CTAs (p < N, 0, 0) also write sequence p's row of the longest-first table (_rank_sequence)
-    that the chain launch reads.
-    EARLY = K (cfg "early"): grid ((2 if SPLIT else 1) * HV, slots, 1), the role and head fastest, so CTAs start
-    slot by slot in _early_slot's order (the K longest sequences' slots first); the CTAs of those slots then
-    publish a flag per (slot, head) and role, as the fused launch's prep role does, for the early chain launch
-    that walks those K sequences meanwhile (sync words: _gdn_fused_kernel's layout)."""
-    flagged = False
-    if EARLY:
-        u = tl.program_id(1)
-        slot, flagged = _early_slot(u, cu_ptr, N, NP2, EARLY, C)
-        role = tl.program_id(0) % 2 if SPLIT else 0
-        h = tl.program_id(0) // 2 if SPLIT else tl.program_id(0)
-        ranker = (u < N) & (tl.program_id(0) == 0)
-    else:
-        u = tl.program_id(0)
-        slot = tl.program_id(0)
-        role = tl.program_id(2)
-        h = tl.program_id(1)
-        ranker = (u < N) & (tl.program_id(1) == 0) & (tl.program_id(2) == 0)
+    that the chain launch reads."""
     if RANK:
-        if ranker:
-            _rank_sequence(u, cu_ptr, perm_ptr, N, NP2)
+        if (tl.program_id(0) < N) & (tl.program_id(1) == 0) & (tl.program_id(2) == 0):
+            _rank_sequence(tl.program_id(0), cu_ptr, perm_ptr, N, NP2)
     if SPLIT:
-        if role == 0:
-            _prep_slot(slot, h, q_ptr, k_ptr, alog_ptr, a_ptr, dtb_ptr,
+        if tl.program_id(2) == 0:
+            _prep_slot(tl.program_id(0), tl.program_id(1), q_ptr, k_ptr, alog_ptr, a_ptr, dtb_ptr,
                        b_ptr, cu_ptr, ws_ptr, wp_ptr, N, True, False, C, SB, LOG2NB, SCAN, NP2,
                        PREC_QK, PREC_T, NHV, NHK, DK)
         else:
-            _prep_slot(slot, h, q_ptr, k_ptr, alog_ptr, a_ptr, dtb_ptr,
+            _prep_slot(tl.program_id(0), tl.program_id(1), q_ptr, k_ptr, alog_ptr, a_ptr, dtb_ptr,
                        b_ptr, cu_ptr, ws_ptr, wp_ptr, N, False, True, C, SB, LOG2NB, SCAN, NP2,
                        PREC_QK, PREC_T, NHV, NHK, DK)
     else:
-        _prep_slot(slot, h, q_ptr, k_ptr, alog_ptr, a_ptr, dtb_ptr, b_ptr,
+        _prep_slot(tl.program_id(0), tl.program_id(1), q_ptr, k_ptr, alog_ptr, a_ptr, dtb_ptr, b_ptr,
                    cu_ptr, ws_ptr, wp_ptr, N, True, WS_P, C, SB, LOG2NB, SCAN, NP2, PREC_QK, PREC_T,
                    NHV, NHK, DK)
-    if EARLY:
-        if flagged:
-            tl.debug_barrier()      # every thread's workspace stores before the releasing flag store
-            want = tl.atomic_add(sync_ptr + 2, 0) + 1
-            tl.atomic_xchg(sync_ptr + 3 + role * NPREP + slot * NHV + h, want, sem="release")
 
 
 @triton.jit
@@ -1502,10 +1437,6 @@ def _launch(algo, q, k, v, state, A_log, a, dt_bias, b, cu_seqlens, scale, outpu
         raise ValueError(f"gdn prefill: launch config {cfg}: segs needs >= 3 segments and prefetch")
     # the first launch ranks the sequences for the chain launch (two launches, longest first)
     rank = bool(lpt and use_ws and not fused and not segs and cfg.get("lpt_ws"))
-    # cfg "early" (with the rank table): the K longest sequences walked by a second chain launch on a
-    # high-priority stream, concurrent with the prep (it waits on the flags of their slots, which the prep
-    # prepares first); the chain launch after the prep walks the rest. Needs more than K sequences.
-    early = cfg.get("early", 0) if rank and N > cfg.get("early", 0) else 0
     # the chain's arguments, shared by the plain chain launch and the fused launch's chain role
     chain_args = dict(
         q_ptr=q, k_ptr=k, v_ptr=v, s_ptr=s_arg, alog_ptr=A_log, a_ptr=a, dtb_ptr=dt_bias,
@@ -1523,16 +1454,12 @@ def _launch(algo, q, k, v, state, A_log, a, dt_bias, b, cu_seqlens, scale, outpu
             MMA_V3=bool(cfg.get("prep_mma_v3"))), chain_opts))
     else:
         perm = _workspace("perm", 4 * N, torch.int32, q.device) if rank else cu_seqlens   # else a dummy
-        planes = 2 if split else 1
-        # the early launch's sync words (_gdn_fused_kernel's layout; zeroed when made), else a dummy
-        sync = _workspace("early_sync", 3 + planes * nslot * HV, torch.int32, q.device, zero=True) if early else perm
         if use_ws:
-            launches.append((_gdn_prep_kernel, (planes * HV, nslot, 1) if early else (nslot, HV, planes), dict(
+            launches.append((_gdn_prep_kernel, (nslot, HV, 2 if split else 1), dict(
                 q_ptr=q, k_ptr=k, alog_ptr=A_log, a_ptr=a, dtb_ptr=dt_bias, b_ptr=b, cu_ptr=cu_seqlens,
-                ws_ptr=ws, wp_ptr=wp, perm_ptr=perm, sync_ptr=sync, N=N, NPREP=nslot * HV if early else 0,
-                WS_P=ws_p, C=C, SB=SB, LOG2NB=log2nb, SCAN=scan, NP2=np2, PREC_QK=p["PREC_QK"], PREC_T=p["PREC_T"],
-                NHV=HV, NHK=HK, DK=D, SPLIT=split, MMA_V3=bool(cfg.get("prep_mma_v3")), RANK=rank, EARLY=early),
-                prep_opts))
+                ws_ptr=ws, wp_ptr=wp, perm_ptr=perm, N=N, WS_P=ws_p, C=C, SB=SB, LOG2NB=log2nb, SCAN=scan,
+                NP2=np2, PREC_QK=p["PREC_QK"], PREC_T=p["PREC_T"], NHV=HV, NHK=HK, DK=D, SPLIT=split,
+                MMA_V3=bool(cfg.get("prep_mma_v3")), RANK=rank), prep_opts))
             algo = chain_algo
         if segs:
             mats = N * (segs - 1) * HV * D * D      # segment end states E and transitions X (A^T)
@@ -1546,21 +1473,13 @@ def _launch(algo, q, k, v, state, A_log, a, dt_bias, b, cu_seqlens, scale, outpu
                              dict(seg_args, PHASE=1, BV=bv1), chain_opts))
             launches.append((_gdn_seg_kernel, (D // BV, N * (segs - 1), HV), dict(seg_args, PHASE=2), chain_opts))
         else:
-            main = dict(chain_args, perm_ptr=perm, sync_ptr=sync, NPREP=nslot * HV if early else 0, RANK0=0, WAIT=0,
-                        LPT=2 if rank else lpt, ALGO=algo, MMA_V3=bool(cfg.get("chain_mma_v3")))
-            if early:   # ranks < K in-kernel (the rank table is being written meanwhile), on the side stream
-                ebv = cfg.get("early_bv", BV)       # its value slices may be narrower (more CTAs per sequence)
-                launches.append((_gdn_prefill_kernel, (D // ebv, early * HV, 1),
-                                 dict(main, LPT=1, WAIT=planes, BV=ebv), chain_opts, True))
-            launches.append((_gdn_prefill_kernel, (D // BV, (N - early) * HV, 1), dict(main, RANK0=early),
-                             chain_opts))
-    launches = [launch if len(launch) == 5 else (*launch, False) for launch in launches]    # + on the side stream?
-    if not on_gpu:      # the interpreter runs each grid to completion, in order
-        for fn, grid, args, opts, _ in launches:
+            launches.append((_gdn_prefill_kernel, (D // BV, N * HV, 1),
+                             dict(chain_args, perm_ptr=perm, LPT=2 if rank else lpt, ALGO=algo,
+                                  MMA_V3=bool(cfg.get("chain_mma_v3"))), chain_opts))
+    if not on_gpu:
+        for fn, grid, args, opts in launches:
             fn[grid](**args, **opts)
         return None
-    main = torch.cuda.current_stream(q.device)
-    side = _side_stream(q.device) if any(launch[4] for launch in launches) else None
     # Bind and look up (or compile) every launch, and build each one's argument list (tensors as raw
     # device pointers, which the launcher takes as they are), before issuing the first; then launch
     # the compiled kernels back to back: the official timer charges host time between a call's
@@ -1568,52 +1487,19 @@ def _launch(algo, q, k, v, state, A_log, a, dt_bias, b, cu_seqlens, scale, outpu
     # gap of ~25 us (H200, Triton 3.6), more than the prep's GPU time below ~2000 tokens.
     if _BIND_FIRST and _LAUNCH_BOUND:
         compiled, ready = [], []
-        for fn, grid, args, opts, on_side in launches:
+        for fn, grid, args, opts in launches:
             with _launch_env(args.get("MMA_V3", False)):
                 compiled.append(fn.warmup(grid=grid, **args, **opts))
-            ready.append((compiled[-1][grid], [_raw(name, args[name], q.device) for name in fn.arg_names],
-                          (side.stream if on_side else main).cuda_stream))
-        if side:
-            side.fork(main)
-        for run, argv, stream in ready:
+            ready.append((compiled[-1][grid], [_raw(name, args[name], q.device) for name in fn.arg_names]))
+        stream = torch.cuda.current_stream(q.device).cuda_stream
+        for run, argv in ready:
             run(*argv, stream=stream)
     else:   # the plain path (older Triton; the sweeps measure the gap with it)
         compiled = []
-        if side:
-            side.fork(main)
-        for fn, grid, args, opts, on_side in launches:
-            with _launch_env(args.get("MMA_V3", False)), torch.cuda.stream(side.stream if on_side else main):
+        for fn, grid, args, opts in launches:
+            with _launch_env(args.get("MMA_V3", False)):
                 compiled.append(fn[grid](**args, **opts))
-    if side:
-        side.join(main)
     return compiled[-1]
-
-
-class _SideStream:
-    """A high-priority stream for the early chain launch (cfg "early"): the block scheduler starts its CTAs as
-    soon as prep CTAs retire, instead of after the whole prep grid has started. fork: it waits for the caller's
-    stream (the call's inputs); join: the caller's stream waits for it (the call's outputs). The prep is
-    launched first, so where launches run one at a time (a debugger, CUDA_LAUNCH_BLOCKING) the early chain
-    finds every flag set; where they overlap its CTAs (at most K * HV * (DK // BV)) leave room on the GPU for
-    the prep's CTAs that they wait for."""
-
-    def __init__(self, device):
-        self.stream = torch.cuda.Stream(device, priority=-100)     # clamped to the highest priority there is
-        self.forked = torch.cuda.Event()
-        self.done = torch.cuda.Event()
-
-    def fork(self, main):
-        self.forked.record(main)
-        self.stream.wait_event(self.forked)
-
-    def join(self, main):
-        self.done.record(self.stream)
-        main.wait_event(self.done)
-
-
-@functools.lru_cache(maxsize=None)
-def _side_stream(device):
-    return _SideStream(device)
 
 
 @contextlib.contextmanager
