@@ -529,7 +529,17 @@ ROUNDS["r37"] = [  # (session 23 at 894d4b9; result: early = 2 -2..-6 us on the 
       for sfx in ("", "-b") for k in (2, 4, 8)],
     ("table-b", lambda w: K._pick(w["T"], w["N"]), None, 3000, BIG),
 ]
-CANDS = ROUNDS[os.environ.get("ROUND", "r37")]
+ROUNDS["r39"] = [  # (session 23; OLD_KERNEL = 3c3a1fc's kernel.py, the code of the cc3c1a0 pass) the prep reads a
+                   # sequence's bounds from the cu_seqlens vector it loads anyway (one dependent round trip to memory
+                   # less per prep CTA, every row with a workspace), and cfg "state_pf" = 2 on the two-launch rows: the
+                   # chain CTAs' state slices prefetched into L2 2 x SMs launch positions ahead (the first ones by the
+                   # prep's last CTAs; Nsight Compute: the once-per-CTA code was 25 % of the chain's warp samples at
+                   # 8192/34, logs/ncu_efff8b5); from 3000 tokens, each candidate in its own process
+    ("old-a", lambda w: K_OLD._pick(w["T"], w["N"]), None, 3000, BIG),
+    ("nopf-a", _two_rows(dict(state_pf=0)), None, 3000, BIG),
+    ("table-a", lambda w: K._pick(w["T"], w["N"]), None, 3000, BIG),
+]
+CANDS = ROUNDS[os.environ.get("ROUND", "r39")]
 if os.environ.get("CANDS"):
     CANDS = [c for c in CANDS if c[0] in os.environ["CANDS"].split(",")]
 
