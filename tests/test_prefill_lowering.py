@@ -33,8 +33,6 @@ for key, val in {"1": pk._MMA_ENV, "3": pk._MMA_V3_ENV}.get(knobs, {}).items(): 
         os.environ[key] = val
 # the _wg rows (untransposed chains on wgmma): "wg" the N >= 25 row's chain, "fused-wgrow" the fused N <= 2 row,
 # "seg2-wg" the 1401-2999-token segment row's last launch
-pf = sys.argv[4].endswith("-pf")    # cfg "state_pf": "wg-pf" the N >= 25 row's chain, "prep-pf" its prep
-sys.argv[4] = sys.argv[4].removesuffix("-pf")
 wg = sys.argv[4] in ("wg", "fused-wgrow", "seg2-wg")
 fused = sys.argv[4] in ("fused", "fused-wg", "fused-wgrow")   # fused-wg: prep_mma_v3 on the fused launch
 trans = sys.argv[4] == "trans"      # the N = 16..24 row's chain launch (ALGO_CHUNK_WS_T, BV = 32)
@@ -49,7 +47,7 @@ types = {"q_ptr": "*bf16", "k_ptr": "*bf16", "v_ptr": "*bf16", "s_ptr": "*fp32",
          "a_ptr": "*bf16", "dtb_ptr": "*fp32", "b_ptr": "*bf16", "cu_ptr": "*i64", "o_ptr": "*bf16",
          "ns_ptr": "*fp32", "ws_ptr": "*fp32", "wp_ptr": "*bf16", "scale": "fp32", "N": "i32",
          "sync_ptr": "*i32", "perm_ptr": "*i32", "NPREP": "i32", "NVB": "i32", "e_ptr": "*fp32", "x_ptr": "*fp32",
-         "h_ptr": "*fp32", "pfw": "i32"}
+         "h_ptr": "*fp32"}
 C, SB = cfg["C"], min(cfg.get("SB", 16), cfg["C"])
 chain_algo = pk.ALGO_CHUNK_WS if wg else pk.ALGO_CHUNK_WS_T
 cst = dict(NP2=2, LPT=False, CHAIN_ALGO=chain_algo,
@@ -60,9 +58,7 @@ cst = dict(NP2=2, LPT=False, CHAIN_ALGO=chain_algo,
            PREC_C=pk.P_TF32X3,
            LOG2NB=(C // SB).bit_length() - 1, SCAN=0, HAS_STATE=True, PREC_QK=pk.P_BF16, PREC_T=pk.P_TF32,
            PREC_S=pk.P_BF16X2, PREC_Q=pk.P_BF16, PREC_O=pk.P_BF16, NHV=8, NHK=4, DK=128, INTERP=False,
-           PF=bool(cfg.get("prefetch")), RANK=pf, STATE_PF=pf, CHAIN_BV=64)
-if pf:
-    cst.update(LPT=2, NP2=64)
+           PF=bool(cfg.get("prefetch")), RANK=False)
 if cfg.get("f16") and cst["WS_P"]:     # as _launch on a GPU: fp16 workspaces, every dot but K K^T and Q K^T fp16
     types.update(ws_ptr="*fp16", wp_ptr="*fp16")
     cst.update(PREC_T=pk.P_FP16, PREC_S=pk.P_FP16, PREC_Q=pk.P_FP16, PREC_O=pk.P_FP16)
@@ -76,10 +72,8 @@ ck = triton.compile(ASTSource(kern, sig, constexprs=cst, attrs=attrs),
                     options=dict(num_warps=cfg.get("prep_warps", 4) if prep else cfg["num_warps"],
                                  num_stages=1 if prep else cfg["num_stages"]))
 ptx = ck.asm["ptx"]
-got = {"wgmma": "wgmma" in ptx, "mma_sync": "mma.sync" in ptx, "tcgen05": "tcgen05.mma" in ptx, "atomics": "atom." in ptx}
-if pf:
-    got["prefetch"] = ptx.count("prefetch.global.L2")
-print(json.dumps(got))
+print(json.dumps({"wgmma": "wgmma" in ptx, "mma_sync": "mma.sync" in ptx, "tcgen05": "tcgen05.mma" in ptx,
+                  "atomics": "atom." in ptx}))
 """
 
 
@@ -151,13 +145,3 @@ def test_wg_rows_get_wgmma_on_hopper_only(arch, kind, tmp_path):
     got = _lowering(arch, "3", tmp_path, kind)
     assert got["wgmma"] == (arch == 90) and not got["tcgen05"] and got["atomics"] == (kind == "fused-wgrow")
     assert arch == 90 or got["mma_sync"]
-
-
-@pytest.mark.parametrize("arch", [90, 100])
-@pytest.mark.parametrize("kind", ["wg-pf", "prep-pf"])
-def test_state_prefetch_builds_for_both_targets(arch, kind, tmp_path):
-    # cfg "state_pf": the chain (after its own state load) and the prep's last CTAs prefetch a chain CTA's state slice
-    # into L2 through inline PTX; it must build for sm_90 and sm_100, one prefetch per 128-byte line: a BV = 64 slice
-    # is 64 rows of 4 lines, 256 over 128 threads, so 2 per thread (the prefetch instruction may be unrolled or looped)
-    got = _lowering(arch, "3", tmp_path, kind)
-    assert got["prefetch"] >= 1 and not got["tcgen05"]

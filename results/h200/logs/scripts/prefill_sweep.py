@@ -514,27 +514,34 @@ ROUNDS["r36"] = [  # (session 22 at 59ae035; result: 93.3 -> 109.5 us: the prep 
     ("table-b", lambda w: K._pick(w["T"], w["N"]), None, 3000, BIG),
     ("kqin-b", _two_rows(dict(kq_in=True)), None, 3000, BIG),
 ]
-ROUNDS["r37"] = [  # (session 23 at 894d4b9; result: early = 2 -2..-6 us on the calls with the longest sequences,
-                   # +4..+10 elsewhere, mean 92.5 -> 94.6; early = 4 97.5, 8 117.3. logs/prefill_timeline_r38 (at
-                   # 2fb11fa, K = 1, 2, 4 and cfg "early_bv" 32 on three T = 8192 calls): the early launch's CTAs start
-                   # 15-25 us after the prep, the prep takes 6-24 us longer (the slot order's cost in every prep CTA and
-                   # the early chain's CTAs on its SMs), and the early chain's steps under the prep are ~1.5x slower.
-                   # cfg "early" and "early_bv" were removed from the kernel after it: a rerun's "e" candidates run the
-                   # table) cfg "early" = K: the K longest sequences walked by a second chain launch on a high-priority
-                   # stream while the prep runs (the prep prepares their slots first and flags them); the chain launch
-                   # after the prep walks the other ranks. The two-launch rows from 3000 tokens, longest first on for all
-                   # of them (early needs the rank table); each candidate in its own process
+ROUNDS["r37"] = [  # (session 23 at 894d4b9; result: early = 2 -2..-6 us on the calls with the longest
+                   # sequences, +4..+10 elsewhere, mean 92.5 -> 94.6; early = 4 97.5, 8 117.3.
+                   # logs/prefill_timeline_r38 (at 2fb11fa, K = 1, 2, 4 and cfg "early_bv" 32 on three T = 8192
+                   # calls): the early launch's CTAs start 15-25 us after the prep, the prep takes 6-24 us longer
+                   # (the slot order's cost in every prep CTA and the early chain's CTAs on its SMs), and the early
+                   # chain's steps under the prep are ~1.5x slower. cfg "early" and "early_bv" were removed from the
+                   # kernel after it: a rerun's "e" candidates run the table) cfg "early" = K: the K longest
+                   # sequences walked by a second chain launch on a high-priority stream while the prep runs (the
+                   # prep prepares their slots first and flags them); the chain launch after the prep walks the other
+                   # ranks. The two-launch rows from 3000 tokens, longest first on for all of them (early needs the
+                   # rank table); each candidate in its own process
     ("table-a", lambda w: K._pick(w["T"], w["N"]), None, 3000, BIG),
     *[(f"e{k}{sfx}", _two_rows(dict(lpt=True, lpt_ws=True, early=k)), None, 3000, BIG)
       for sfx in ("", "-b") for k in (2, 4, 8)],
     ("table-b", lambda w: K._pick(w["T"], w["N"]), None, 3000, BIG),
 ]
-ROUNDS["r39"] = [  # (session 23; OLD_KERNEL = 3c3a1fc's kernel.py, the code of the cc3c1a0 pass) the prep reads a
-                   # sequence's bounds from the cu_seqlens vector it loads anyway (one dependent round trip to memory
-                   # less per prep CTA, every row with a workspace), and cfg "state_pf" = 2 on the two-launch rows: the
-                   # chain CTAs' state slices prefetched into L2 2 x SMs launch positions ahead (the first ones by the
-                   # prep's last CTAs; Nsight Compute: the once-per-CTA code was 25 % of the chain's warp samples at
-                   # 8192/34, logs/ncu_efff8b5); from 3000 tokens, each candidate in its own process
+ROUNDS["r39"] = [  # (session 23 at 21b338c; result: the bounds change alone ("nopf") within +-1 us of the old
+                   # kernel on the 19 calls it ran (T = 8192 +0.5 on the mean), "state_pf" +2..+5 at T = 8192 (95.7
+                   # against 93.5 over the 21 calls); the pass at 21b338c (experiments/21b338c) agrees: T = 8192 99.3
+                   # against 96.0 us. Both were taken out of the kernel after it (kernel.py is 3c3a1fc's again): a
+                   # rerun's "nopf" and "table" candidates run the old table. table-a's JSON did not come back from the
+                   # device; its per-call times are the "oracle" list of its part of the txt) (OLD_KERNEL = 3c3a1fc's
+                   # kernel.py, the code of the cc3c1a0 pass) the prep reads a sequence's bounds from the cu_seqlens
+                   # vector it loads anyway (one dependent round trip to memory less per prep CTA, every row with a
+                   # workspace), and cfg "state_pf" = 2 on the two-launch rows: the chain CTAs' state slices
+                   # prefetched into L2 2 x SMs launch positions ahead (the first ones by the prep's last CTAs; Nsight
+                   # Compute: the once-per-CTA code was 25 % of the chain's warp samples at 8192/34,
+                   # logs/ncu_efff8b5); from 3000 tokens, each candidate in its own process
     ("old-a", lambda w: K_OLD._pick(w["T"], w["N"]), None, 3000, BIG),
     ("nopf-a", _two_rows(dict(state_pf=0)), None, 3000, BIG),
     ("table-a", lambda w: K._pick(w["T"], w["N"]), None, 3000, BIG),

@@ -52,5 +52,5 @@ for wname, cu in shapes:
         out.append(row)
         print(f"{wname} {T}/{N} max {row['maxlen']} {name:10s} span {span:6.1f} | " +
               " | ".join(f"{k['name'][5:16]} {k['start']:5.1f}-{k['end']:5.1f}" for k in kern), flush=True)
-json.dump(out, open(os.path.join(os.environ.get("OUT", "/tmp"), os.environ.get("NAME", "prefill_timeline") + ".json"), "w"),
-          indent=1)
+path = os.path.join(os.environ.get("OUT", "/tmp"), os.environ.get("NAME", "prefill_timeline") + ".json")
+json.dump(out, open(path, "w"), indent=1)

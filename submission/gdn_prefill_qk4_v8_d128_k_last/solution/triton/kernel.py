@@ -616,36 +616,15 @@ def _walk(H, cs, ce, bos, eos, vcols, n, h, hq, v0, vn, an, bn, q_ptr, k_ptr, v_
 
 
 @triton.jit
-def _prefetch_l2(ptrs):
-    """Bring the lines at ptrs into L2: fire and forget (PTX prefetch.global.L2; sm_90 and sm_100 alike)."""
-    tl.inline_asm_elementwise("prefetch.global.L2 [$1];", "=r,l", [ptrs], dtype=tl.int32, is_pure=False, pack=1)
-
-
-@triton.jit
-def _prefetch_chain_state(c, s_ptr, perm_ptr, N, NHV: tl.constexpr, BV: tl.constexpr, DK: tl.constexpr):
-    """cfg "state_pf": prefetch into L2 the state slice that the chain CTA of launch position c loads first (its
-    sequence from the rank table of cfg "lpt_ws"; clamped, so even a stale row names memory of the state). A slice
-    is BV rows of DK fp32 in the state's [V, K] layout: whole 128-byte lines, one pointer per line."""
-    NVB: tl.constexpr = DK // BV
-    LINE: tl.constexpr = 32
-    if (c >= 0) & (c < N * NHV * NVB):
-        n = tl.minimum(tl.maximum(tl.load(perm_ptr + (c // (NVB * NHV)) * 4), 0), N - 1)
-        row = (n * NHV + (c // NVB) % NHV) * DK + (c % NVB) * BV + tl.arange(0, BV)
-        _prefetch_l2(s_ptr + row[:, None] * DK + LINE * tl.arange(0, DK // LINE)[None, :])
-
-
-@triton.jit
 def _chain(pid_v, pid_nh, q_ptr, k_ptr, v_ptr, s_ptr, alog_ptr, a_ptr, dtb_ptr, b_ptr, cu_ptr,
-           o_ptr, ns_ptr, ws_ptr, wp_ptr, sync_ptr, perm_ptr, want, nprep, pfw, scale, N, NP2: tl.constexpr,
+           o_ptr, ns_ptr, ws_ptr, wp_ptr, sync_ptr, perm_ptr, want, nprep, scale, N, NP2: tl.constexpr,
            LPT: tl.constexpr, WAIT: tl.constexpr, PF: tl.constexpr, ALGO: tl.constexpr, WS_P: tl.constexpr,
            C: tl.constexpr, BV: tl.constexpr, SB: tl.constexpr, LOG2NB: tl.constexpr,
            SCAN: tl.constexpr, HAS_STATE: tl.constexpr, PREC_QK: tl.constexpr,
            PREC_T: tl.constexpr, PREC_S: tl.constexpr, PREC_Q: tl.constexpr,
            PREC_O: tl.constexpr, NHV: tl.constexpr, NHK: tl.constexpr, DK: tl.constexpr,
-           INTERP: tl.constexpr, STATE_PF: tl.constexpr = False):
-    """One CTA's serial walk over the chunks of its (sequence, head, value slice). STATE_PF (cfg "state_pf", with
-    LPT = 2): once its own state load is issued, the CTA prefetches into L2 the slice of the CTA pfw launch
-    positions later, which starts on a freed slot about when one of the resident CTAs ends. WAIT (fused launch):
+           INTERP: tl.constexpr):
+    """One CTA's serial walk over the chunks of its (sequence, head, value slice). WAIT (fused launch):
     the number of flag planes to wait on (2 with the split prep role: Tm flags, then P flags nprep
     words further). LPT: 1 ranks the sequences here (_longest_first), 2 reads the rank table the first
     launch wrote (_rank_sequence). PF (cfg "prefetch"; not for ALGO_RECURRENT): each step issues the next
@@ -690,8 +669,6 @@ def _chain(pid_v, pid_nh, q_ptr, k_ptr, v_ptr, s_ptr, alog_ptr, a_ptr, dtb_ptr, 
     H = _slice_init(v0, BV, ALGO, BV, DK)
     if HAS_STATE:
         H = tl.load(s_ptr + s_off)
-        if STATE_PF:
-            _prefetch_chain_state(pid_nh * (DK // BV) + pid_v + pfw, s_ptr, perm_ptr, N, NHV, BV, DK)
 
     H = _walk(H, bos, eos, bos, eos, BV, n, h, hq, v0, vn, an, bn, q_ptr, k_ptr, v_ptr, a_ptr, b_ptr, o_ptr,
               ws_ptr, wp_ptr, alog, dtb, scale, True, False, PF, ALGO, WS_P, C, BV, SB, LOG2NB, SCAN, PREC_QK,
@@ -715,12 +692,10 @@ def _prep_slot(slot, h, q_ptr, k_ptr, alog_ptr, a_ptr, dtb_ptr, b_ptr, cu_ptr, w
     hq = h // (NHV // NHK)
     m = tl.arange(0, NP2)
     cu_m = tl.load(cu_ptr + m, mask=m < N, other=0).to(tl.int32)
-    cu_n = tl.load(cu_ptr + N).to(tl.int32)
     first = cu_m // C + m
     n = tl.sum(((first <= slot) & (m < N)).to(tl.int32), axis=0) - 1
-    # the bounds from the loaded vector, not a second (dependent) round trip to memory
-    bos = tl.sum(tl.where(m == n, cu_m, 0), axis=0)
-    eos = tl.where(n == N - 1, cu_n, tl.sum(tl.where(m == n + 1, cu_m, 0), axis=0))
+    bos = tl.load(cu_ptr + n).to(tl.int32)
+    eos = tl.load(cu_ptr + n + 1).to(tl.int32)
     c0 = bos + (slot - (bos // C + n)) * C
     if c0 < eos:
         alog = tl.load(alog_ptr + h).to(tl.float32)
@@ -762,43 +737,36 @@ def _prep_slot(slot, h, q_ptr, k_ptr, alog_ptr, a_ptr, dtb_ptr, b_ptr, cu_ptr, w
 @triton.jit
 def _gdn_prefill_kernel(
     q_ptr, k_ptr, v_ptr, s_ptr, alog_ptr, a_ptr, dtb_ptr, b_ptr, cu_ptr, o_ptr, ns_ptr, ws_ptr,
-    wp_ptr, perm_ptr, scale, N, pfw, NP2: tl.constexpr, LPT: tl.constexpr,
+    wp_ptr, perm_ptr, scale, N, NP2: tl.constexpr, LPT: tl.constexpr,
     ALGO: tl.constexpr, WS_P: tl.constexpr, C: tl.constexpr, BV: tl.constexpr, SB: tl.constexpr,
     LOG2NB: tl.constexpr, SCAN: tl.constexpr, HAS_STATE: tl.constexpr,
     PREC_QK: tl.constexpr, PREC_T: tl.constexpr, PREC_S: tl.constexpr, PREC_Q: tl.constexpr,
     PREC_O: tl.constexpr, NHV: tl.constexpr, NHK: tl.constexpr, DK: tl.constexpr,
-    INTERP: tl.constexpr, PF: tl.constexpr = False, MMA_V3: tl.constexpr = False, STATE_PF: tl.constexpr = False,
+    INTERP: tl.constexpr, PF: tl.constexpr = False, MMA_V3: tl.constexpr = False,
 ):
     """The chain: grid (value slices, N * HV), slices of one head adjacent (they share q/k). MMA_V3 (cfg
-    "chain_mma_v3") is not read: like the prep's, it keys Triton's in-process cache (_launch_env). STATE_PF, pfw:
-    cfg "state_pf" (_chain)."""
+    "chain_mma_v3") is not read: like the prep's, it keys Triton's in-process cache (_launch_env)."""
     _chain(tl.program_id(0), tl.program_id(1), q_ptr, k_ptr, v_ptr, s_ptr, alog_ptr, a_ptr,
-           dtb_ptr, b_ptr, cu_ptr, o_ptr, ns_ptr, ws_ptr, wp_ptr, ws_ptr, perm_ptr, 0, 0, pfw, scale, N, NP2, LPT,
+           dtb_ptr, b_ptr, cu_ptr, o_ptr, ns_ptr, ws_ptr, wp_ptr, ws_ptr, perm_ptr, 0, 0, scale, N, NP2, LPT,
            0, PF if ALGO != 1 else False, ALGO, WS_P, C, BV, SB, LOG2NB, SCAN, HAS_STATE, PREC_QK, PREC_T, PREC_S,
-           PREC_Q, PREC_O, NHV, NHK, DK, INTERP, STATE_PF)
+           PREC_Q, PREC_O, NHV, NHK, DK, INTERP)
 
 
 @triton.jit
 def _gdn_prep_kernel(
-    q_ptr, k_ptr, alog_ptr, a_ptr, dtb_ptr, b_ptr, cu_ptr, ws_ptr, wp_ptr, perm_ptr, s_ptr, N, pfw,
+    q_ptr, k_ptr, alog_ptr, a_ptr, dtb_ptr, b_ptr, cu_ptr, ws_ptr, wp_ptr, perm_ptr, N,
     WS_P: tl.constexpr, C: tl.constexpr, SB: tl.constexpr, LOG2NB: tl.constexpr,
     SCAN: tl.constexpr, NP2: tl.constexpr,
     PREC_QK: tl.constexpr, PREC_T: tl.constexpr,
     NHV: tl.constexpr, NHK: tl.constexpr, DK: tl.constexpr, SPLIT: tl.constexpr,
-    MMA_V3: tl.constexpr = False, RANK: tl.constexpr = False, STATE_PF: tl.constexpr = False,
-    CHAIN_BV: tl.constexpr = 16,
+    MMA_V3: tl.constexpr = False, RANK: tl.constexpr = False,
 ):
     """Two-launch variant, first launch: Tm (and P) of every (chunk, head), grid (slots, HV, 1);
     with SPLIT (cfg "prep_split", the two-launch rows) grid (slots, HV, 2): Tm and P in separate CTAs,
     each path with fewer live registers. MMA_V3 (cfg "prep_mma_v3") is not read: it only keys Triton's
     in-process kernel cache, which ignores the env knobs that pick the lowering (_launch_env). RANK (cfg
     "lpt_ws"): the CTAs (p < N, 0, 0) also write sequence p's row of the longest-first table (_rank_sequence)
-    that the chain launch reads. STATE_PF (cfg "state_pf", with RANK): the last pfw CTAs to start each prefetch
-    into L2 the state slice of one of the chain launch's first pfw CTAs (CHAIN_BV wide; _prefetch_chain_state)."""
-    if STATE_PF:
-        last = tl.num_programs(0) * tl.num_programs(1) * tl.num_programs(2) - pfw
-        lin = tl.program_id(0) + tl.num_programs(0) * (tl.program_id(1) + tl.num_programs(1) * tl.program_id(2))
-        _prefetch_chain_state(lin - last, s_ptr, perm_ptr, N, NHV, CHAIN_BV, DK)
+    that the chain launch reads."""
     if RANK:
         if (tl.program_id(0) < N) & (tl.program_id(1) == 0) & (tl.program_id(2) == 0):
             _rank_sequence(tl.program_id(0), cu_ptr, perm_ptr, N, NP2)
@@ -971,7 +939,7 @@ def _gdn_fused_kernel(
     else:
         u = t - PLANES * NPREP  # CHAIN_ALGO: ALGO_CHUNK_WS or ALGO_CHUNK_WS_T
         _chain(u % NVB, u // NVB, q_ptr, k_ptr, v_ptr, s_ptr, alog_ptr, a_ptr, dtb_ptr, b_ptr,
-               cu_ptr, o_ptr, ns_ptr, ws_ptr, wp_ptr, sync_ptr, cu_ptr, want, NPREP, 0, scale, N, NP2, LPT,
+               cu_ptr, o_ptr, ns_ptr, ws_ptr, wp_ptr, sync_ptr, cu_ptr, want, NPREP, scale, N, NP2, LPT,
                PLANES, PF, CHAIN_ALGO, WS_P, C, BV, SB, LOG2NB, SCAN, HAS_STATE, PREC_QK, PREC_T,
                PREC_S, PREC_Q, PREC_O, NHV, NHK, DK, INTERP)
     total = PLANES * NPREP + NVB * N * NHV
@@ -1272,6 +1240,25 @@ def _gdn_fused_kernel(
 # T = 8192 (logs/prefill_diag7_table.json, profiler): prep 34-42 us (~0.23 us per workspace slot), chain 53-67.
 # Harness pass at cc3c1a0 (the N = 5..15 wgmma row): all 100: 36.9 us, T = 8192 96.0 us (86.8-104.3), 4124/15
 # 66.1 -> 57.1, 3999/13 64.0 -> 62.0, 3028/5 63.3 -> 65.2.
+# Session 23, on the T = 8192 target (each call <= 80 us; missed: 86.8-104.3). Timelines (logs/prefill_timeline_r39*,
+# scripts/prefill_timeline.py, profiler, cold L2) put the prep at 34-39 us and the chain at 48-66 us on the 16 calls;
+# the span grows ~2 us per chunk of the call's longest sequence (11 chunks: 86-93 us, 18-19 chunks: 101-104). A lone
+# sequence's chain (16-32 CTAs alone on the GPU) takes 2.25 us per 64-token step at BV64 (wgmma), 1.82 at BV32 (wgmma),
+# 1.72 at the transposed BV32, plus 2-3 us; with the call's other CTAs on its SMs the 19-chunk chain takes 66 us
+# against 46 alone. Prep + that chain alone come to 82 us at BV64 and 72 at the transposed BV32 (in whole calls neither
+# BV32 chain beat BV64 by more than ~4 us on them, round 30), so the target leaves almost nothing for sharing the GPU:
+# it needs a shorter step (Nsight Compute, logs/ncu_efff8b5, the lone BV64 chain: 36 % of the warp samples wait on
+# memory, 16 % at one instruction, the step's wait for its pipelined workspace loads; at 8192/34 the code run once per
+# CTA, mostly waiting for the state slice, takes 25 %), not scheduling. Tried and removed:
+#   round 37 (logs/prefill_sweep_r37.*): cfg "early" = K, the K longest sequences walked by a second chain launch on a
+#     high-priority stream while the prep runs (the prep prepared and flagged their slots first): K = 2 -2..-6 us on
+#     the calls with the longest sequences, +4..+10 elsewhere; K = 4 and 8 worse. Timelines (logs/
+#     prefill_timeline_r38.*): its CTAs started 15-25 us after the prep, the prep took 6-24 us longer, and its steps
+#     under the prep were ~1.5x slower.
+#   round 39 (logs/prefill_sweep_r39.*, pass experiments/21b338c): the prep taking a sequence's bounds from the
+#     cu_seqlens vector it loads (one dependent load less per CTA): within +-1 us; cfg "state_pf", the chain's state
+#     slices prefetched into L2 two CTAs per SM ahead (the first by the prep's last CTAs): +2..+5 us at T = 8192 (the
+#     pass: all 100 37.5 us, T = 8192 99.3 against 96.0).
 # B200 (148 SMs, sm_100a): UNMEASURED. The thresholds (16, 32, 64, 180, 1400, 3000 tokens, N = 1/2/3/4/15/24), the
 # V splits and the segment count (3: its first launch has 24 CTAs per head and sequence, 192 for one sequence,
 # within the 264 that fit at once on 132 SMs; 148 SMs fit 296) come from H200 timings only; every entry is
@@ -1284,9 +1271,8 @@ def _gdn_fused_kernel(
 # offline without spills; fp16 mma.sync exists there too.
 _ONE_LAUNCH_CFG = dict(C=32, BV=32, SB=16, num_warps=4, num_stages=2, prefetch=True)
 _ONE_LAUNCH_C16_CFG = dict(_ONE_LAUNCH_CFG, C=16, SB=8)
-# state_pf (round 39): chain state slices prefetched into L2 two CTAs per SM ahead (_chain; acts with the rank table)
 _TWO_LAUNCH_CFG = dict(C=64, BV=16, SB=16, num_warps=4, num_stages=3, ws=True, ws_p=True, prep_split=True,
-                       prep_mma_v3=True, prefetch=True, lpt_ws=True, f16=True, state_pf=2)
+                       prep_mma_v3=True, prefetch=True, lpt_ws=True, f16=True)
 _TWO_LAUNCH_T_CFG = dict(_TWO_LAUNCH_CFG, trans=True)
 _TWO_LAUNCH_WIDE_CFG = dict(_TWO_LAUNCH_T_CFG, BV=32)
 _FUSED_CFG = dict(C=64, BV=16, SB=16, num_warps=4, num_stages=2, ws=True, ws_p=True, fused=True, trans=True,
@@ -1409,11 +1395,6 @@ def _pick(T, N, table=None):
 
 
 @functools.lru_cache(maxsize=None)
-def _sm_count(device):
-    return torch.cuda.get_device_properties(device).multi_processor_count
-
-
-@functools.lru_cache(maxsize=None)
 def _has_wgmma(device):
     """Whether the GPU has Hopper's wgmma (sm_90 only: a B200, sm_100, has tcgen05 instead)."""
     return torch.cuda.get_device_capability(device)[0] == 9
@@ -1475,9 +1456,6 @@ def _launch(algo, q, k, v, state, A_log, a, dt_bias, b, cu_seqlens, scale, outpu
         raise ValueError(f"gdn prefill: launch config {cfg}: segs needs >= 3 segments and prefetch")
     # the first launch ranks the sequences for the chain launch (two launches, longest first)
     rank = bool(lpt and use_ws and not fused and not segs and cfg.get("lpt_ws"))
-    # cfg "state_pf" = k: state slices prefetched into L2 k * SMs chain CTAs ahead (the first k * SMs by the prep)
-    state_pf = bool(rank and has_state and on_gpu and cfg.get("state_pf"))
-    pfw = cfg["state_pf"] * _sm_count(q.device) if state_pf else 0
     # the chain's arguments, shared by the plain chain launch and the fused launch's chain role
     chain_args = dict(
         q_ptr=q, k_ptr=k, v_ptr=v, s_ptr=s_arg, alog_ptr=A_log, a_ptr=a, dtb_ptr=dt_bias,
@@ -1498,10 +1476,9 @@ def _launch(algo, q, k, v, state, A_log, a, dt_bias, b, cu_seqlens, scale, outpu
         if use_ws:
             launches.append((_gdn_prep_kernel, (nslot, HV, 2 if split else 1), dict(
                 q_ptr=q, k_ptr=k, alog_ptr=A_log, a_ptr=a, dtb_ptr=dt_bias, b_ptr=b, cu_ptr=cu_seqlens,
-                ws_ptr=ws, wp_ptr=wp, perm_ptr=perm, s_ptr=s_arg, N=N, pfw=pfw, WS_P=ws_p, C=C, SB=SB,
-                LOG2NB=log2nb, SCAN=scan, NP2=np2, PREC_QK=p["PREC_QK"], PREC_T=p["PREC_T"], NHV=HV, NHK=HK, DK=D,
-                SPLIT=split, MMA_V3=bool(cfg.get("prep_mma_v3")), RANK=rank, STATE_PF=state_pf, CHAIN_BV=BV),
-                prep_opts))
+                ws_ptr=ws, wp_ptr=wp, perm_ptr=perm, N=N, WS_P=ws_p, C=C, SB=SB, LOG2NB=log2nb, SCAN=scan,
+                NP2=np2, PREC_QK=p["PREC_QK"], PREC_T=p["PREC_T"], NHV=HV, NHK=HK, DK=D, SPLIT=split,
+                MMA_V3=bool(cfg.get("prep_mma_v3")), RANK=rank), prep_opts))
             algo = chain_algo
         if segs:
             mats = N * (segs - 1) * HV * D * D      # segment end states E and transitions X (A^T)
@@ -1517,7 +1494,7 @@ def _launch(algo, q, k, v, state, A_log, a, dt_bias, b, cu_seqlens, scale, outpu
         else:
             launches.append((_gdn_prefill_kernel, (D // BV, N * HV, 1),
                              dict(chain_args, perm_ptr=perm, LPT=2 if rank else lpt, ALGO=algo,
-                                  MMA_V3=bool(cfg.get("chain_mma_v3")), pfw=pfw, STATE_PF=state_pf), chain_opts))
+                                  MMA_V3=bool(cfg.get("chain_mma_v3"))), chain_opts))
     if not on_gpu:
         for fn, grid, args, opts in launches:
             fn[grid](**args, **opts)
