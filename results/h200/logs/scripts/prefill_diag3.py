@@ -4,10 +4,11 @@
 # Run from the repo root on the GPU host, gpu-kit on PYTHONPATH: OUT=<folder> python3 <this file>.
 import json, os, sys
 import torch
-from torch.profiler import profile, ProfilerActivity
 sys.path.insert(0, "submission/gdn_prefill_qk4_v8_d128_k_last/solution/triton")
 sys.path.insert(0, ".")
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import kernel as K
+from profile_calls import profiled_calls
 from tests.test_prefill_kernel import make_inputs
 
 SHAPES = {f"{T}/{N}": [round(i * T / N) for i in range(N + 1)]
@@ -20,15 +21,7 @@ for name, cu in SHAPES.items():
     ns = torch.empty_like(inp[3])
     cfg = dict(K._pick(cu[-1], len(cu) - 1), **json.loads(os.environ.get("EXTRA", "{}")))   # EXTRA: cfg changes
     call = lambda: K._launch(K.ALGO_CHUNK, *inp, 0.0, o, ns, cfg=cfg)   # noqa: E731
-    call(); torch.cuda.synchronize()
-    with profile(activities=[ProfilerActivity.CUDA]) as p:
-        for _ in range(5):
-            flush.zero_(); call()
-        torch.cuda.synchronize()
-    ev = sorted((e for e in p.events() if e.device_type.name == "CUDA" and "gdn" in e.name),
-                key=lambda e: e.time_range.start)
-    n = len(ev) // 5
-    calls = [ev[i * n:(i + 1) * n] for i in range(5)]
+    calls = profiled_calls(call, flush)
     med = lambda xs: sorted(xs)[2]   # noqa: E731
     row = dict(shape=name, cfg={k: v for k, v in cfg.items()}, launches=[e.name for e in calls[0]],
                prep_us=med([sum(e.time_range.elapsed_us() for e in c if "prep" in e.name) for c in calls]),

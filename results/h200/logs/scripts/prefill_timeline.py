@@ -7,10 +7,11 @@
 # starts from that config instead of the table's row (e.g. a lone sequence through a two-launch row).
 import json, os, statistics, sys
 import torch
-from torch.profiler import profile, ProfilerActivity
 sys.path.insert(0, "submission/gdn_prefill_qk4_v8_d128_k_last/solution/triton")
 sys.path.insert(0, ".")
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import kernel as K
+from profile_calls import profiled_calls
 from harness.standin import _cu_seqlens, _rng
 from tests.test_prefill_kernel import make_inputs
 
@@ -32,15 +33,8 @@ for wname, cu in shapes:
         base = getattr(K, change["row"]) if "row" in change else K._pick(T, N)
         cfg = dict(base, **{key: val for key, val in change.items() if key != "row"})
         call = lambda: K._launch(K.ALGO_CHUNK, *inp, 0.0, o, ns, cfg=cfg)   # noqa: E731
-        call(); torch.cuda.synchronize()
-        with profile(activities=[ProfilerActivity.CUDA]) as p:
-            for _ in range(5):
-                flush.zero_(); call()
-            torch.cuda.synchronize()
-        ev = sorted((e for e in p.events() if e.device_type.name == "CUDA" and "gdn" in e.name),
-                    key=lambda e: e.time_range.start)
-        n = len(ev) // 5
-        calls = [ev[i * n:(i + 1) * n] for i in range(5)]
+        calls = profiled_calls(call, flush)
+        n = len(calls[0])
         kern = []
         for j in range(n):
             kern.append(dict(name=calls[0][j].name,
