@@ -515,7 +515,8 @@ ROUNDS["r36"] = [  # (session 22 at 59ae035; result: 93.3 -> 109.5 us: the prep 
     ("kqin-b", _two_rows(dict(kq_in=True)), None, 3000, BIG),
 ]
 ROUNDS["r37"] = [  # (session 23 at 894d4b9; result: early = 2 -2..-6 us on the calls with the longest
-                   # sequences, +4..+10 elsewhere, mean 92.5 -> 94.6; early = 4 97.5, 8 117.3.
+                   # sequences, +4..+10 elsewhere; over the 19 calls the "e" candidates ran (not the segment rows)
+                   # the table 89.9 / 90.0 us, early = 2 94.6 / 93.9, 4 97.5 / 97.7, 8 117.3 / 115.3.
                    # logs/prefill_timeline_r38 (at 2fb11fa, K = 1, 2, 4 and cfg "early_bv" 32 on three T = 8192
                    # calls): the early launch's CTAs start 15-25 us after the prep, the prep takes 6-24 us longer
                    # (the slot order's cost in every prep CTA and the early chain's CTAs on its SMs), and the early
@@ -531,7 +532,7 @@ ROUNDS["r37"] = [  # (session 23 at 894d4b9; result: early = 2 -2..-6 us on the 
     ("table-b", lambda w: K._pick(w["T"], w["N"]), None, 3000, BIG),
 ]
 ROUNDS["r39"] = [  # (session 23 at 21b338c; result: the bounds change alone ("nopf") within +-1 us of the old
-                   # kernel on the 19 calls it ran (T = 8192 +0.5 on the mean), "state_pf" +2..+5 at T = 8192 (95.7
+                   # kernel on the 19 calls it ran (T = 8192 +0.6 on the mean), "state_pf" +2..+5 at T = 8192 (95.7
                    # against 93.5 over the 21 calls); the pass at 21b338c (experiments/21b338c) agrees: T = 8192 99.3
                    # against 96.0 us. Both were taken out of the kernel after it (kernel.py is 3c3a1fc's again): a
                    # rerun's "nopf" and "table" candidates run the old table. table-a's JSON did not come back from the
