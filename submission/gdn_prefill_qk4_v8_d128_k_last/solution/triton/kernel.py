@@ -728,7 +728,7 @@ def _prep_slot(slot, h, q_ptr, k_ptr, alog_ptr, a_ptr, dtb_ptr, b_ptr, cu_ptr, w
                DO_TM: tl.constexpr, WS_P: tl.constexpr, C: tl.constexpr, SB: tl.constexpr,
                LOG2NB: tl.constexpr, SCAN: tl.constexpr, NP2: tl.constexpr, PREC_QK: tl.constexpr,
                PREC_T: tl.constexpr, NHV: tl.constexpr, NHK: tl.constexpr, DK: tl.constexpr,
-               WU: tl.constexpr = False, v_ptr=None):
+               WU: tl.constexpr = False, v_ptr=None, WB: tl.constexpr = 32):
     """Tm (if DO_TM) and P (if WS_P) of workspace slot `slot`, head h. With WU (cfg "wu") the Tm half stores
     W = Tm diag(beta gamma) K and U = Tm diag(beta) V (_wu_base) instead of Tm.
 
@@ -761,7 +761,6 @@ def _prep_slot(slot, h, q_ptr, k_ptr, alog_ptr, a_ptr, dtb_ptr, b_ptr, cu_ptr, w
             G = _cumsum(lg, C, SCAN)
             Tm = _chunk_tm(k, G, beta, C, SB, LOG2NB, PREC_QK, PREC_T)
             if WU:      # in column blocks of WB, loaded afresh: fewer live registers (3 CTAs per SM)
-                WB: tl.constexpr = 32
                 wx = tl.arange(0, WB)
                 bg = (beta * tl.exp(G))[:, None]
                 for j in tl.static_range(0, DK, WB):
@@ -821,7 +820,7 @@ def _gdn_prep_kernel(
     SCAN: tl.constexpr, NP2: tl.constexpr,
     PREC_QK: tl.constexpr, PREC_T: tl.constexpr,
     NHV: tl.constexpr, NHK: tl.constexpr, DK: tl.constexpr, SPLIT: tl.constexpr,
-    MMA_V3: tl.constexpr = False, RANK: tl.constexpr = False, WU: tl.constexpr = False,
+    MMA_V3: tl.constexpr = False, RANK: tl.constexpr = False, WU: tl.constexpr = False, WB: tl.constexpr = 32,
 ):
     """Two-launch variant, first launch: Tm (and P) of every (chunk, head), grid (slots, HV, 1);
     with SPLIT (cfg "prep_split", the two-launch rows) grid (slots, HV, 2): Tm and P in separate CTAs,
@@ -836,7 +835,7 @@ def _gdn_prep_kernel(
         if tl.program_id(2) == 0:
             _prep_slot(tl.program_id(0), tl.program_id(1), q_ptr, k_ptr, alog_ptr, a_ptr, dtb_ptr,
                        b_ptr, cu_ptr, ws_ptr, wp_ptr, N, True, False, C, SB, LOG2NB, SCAN, NP2,
-                       PREC_QK, PREC_T, NHV, NHK, DK, WU, v_ptr)
+                       PREC_QK, PREC_T, NHV, NHK, DK, WU, v_ptr, WB)
         else:
             _prep_slot(tl.program_id(0), tl.program_id(1), q_ptr, k_ptr, alog_ptr, a_ptr, dtb_ptr,
                        b_ptr, cu_ptr, ws_ptr, wp_ptr, N, False, True, C, SB, LOG2NB, SCAN, NP2,
@@ -844,7 +843,7 @@ def _gdn_prep_kernel(
     else:
         _prep_slot(tl.program_id(0), tl.program_id(1), q_ptr, k_ptr, alog_ptr, a_ptr, dtb_ptr, b_ptr,
                    cu_ptr, ws_ptr, wp_ptr, N, True, WS_P, C, SB, LOG2NB, SCAN, NP2, PREC_QK, PREC_T,
-                   NHV, NHK, DK, WU, v_ptr)
+                   NHV, NHK, DK, WU, v_ptr, WB)
 
 
 @triton.jit
@@ -1548,7 +1547,7 @@ def _launch(algo, q, k, v, state, A_log, a, dt_bias, b, cu_seqlens, scale, outpu
                 q_ptr=q, k_ptr=k, v_ptr=v, alog_ptr=A_log, a_ptr=a, dtb_ptr=dt_bias, b_ptr=b, cu_ptr=cu_seqlens,
                 ws_ptr=ws, wp_ptr=wp, perm_ptr=perm, N=N, WS_P=ws_p, C=C, SB=SB, LOG2NB=log2nb, SCAN=scan,
                 NP2=np2, PREC_QK=p["PREC_QK"], PREC_T=p["PREC_T"], NHV=HV, NHK=HK, DK=D, SPLIT=split,
-                MMA_V3=bool(cfg.get("prep_mma_v3")), RANK=rank, WU=wu), prep_opts))
+                MMA_V3=bool(cfg.get("prep_mma_v3")), RANK=rank, WU=wu, WB=cfg.get("wu_block", 32)), prep_opts))
             algo = chain_algo
         if segs:
             mats = N * (segs - 1) * HV * D * D      # segment end states E and transitions X (A^T)
