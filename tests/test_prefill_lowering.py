@@ -58,7 +58,7 @@ cst = dict(NP2=2, LPT=False, CHAIN_ALGO=chain_algo,
            PREC_C=pk.P_TF32X3,
            LOG2NB=(C // SB).bit_length() - 1, SCAN=0, HAS_STATE=True, PREC_QK=pk.P_BF16, PREC_T=pk.P_TF32,
            PREC_S=pk.P_BF16X2, PREC_Q=pk.P_BF16, PREC_O=pk.P_BF16, NHV=8, NHK=4, DK=128, INTERP=False,
-           PF=bool(cfg.get("prefetch")), RANK=False, WU=False)
+           PF=bool(cfg.get("prefetch")), RANK=False)
 if cfg.get("f16") and cst["WS_P"]:     # as _launch on a GPU: fp16 workspaces, every dot but K K^T and Q K^T fp16
     types.update(ws_ptr="*fp16", wp_ptr="*fp16")
     cst.update(PREC_T=pk.P_FP16, PREC_S=pk.P_FP16, PREC_Q=pk.P_FP16, PREC_O=pk.P_FP16)

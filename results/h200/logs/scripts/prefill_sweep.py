@@ -548,7 +548,10 @@ ROUNDS["r39"] = [  # (session 23 at 21b338c; result: the bounds change alone ("n
     ("table-a", lambda w: K._pick(w["T"], w["N"]), None, 3000, BIG),
 ]
 _WU = dict(trans=True, wu=True, num_stages=2, wu_block=64)
-ROUNDS["r40"] = [  # (session 24) cfg "wu": the prep's Tm half stores W = Tm diag(beta gamma) K and U = Tm diag(beta) V
+ROUNDS["r40"] = [  # (session 24 at 6680df0; result: correct, but 118.8-130.3 us against the table's 93.2 on the
+                   # mean: the prep 37 -> 63-67 us at 8192/34, the chain 65 -> 63-64 (logs/prefill_timeline_r40.json).
+                   # cfg "wu" was taken out of the kernel after it, so a rerun needs 38ced47's kernel.py) cfg "wu": the
+                   # prep's Tm half stores W = Tm diag(beta gamma) K and U = Tm diag(beta) V
                    # (ALGO_CHUNK_WU), so the chain's new values are X = U - W H: two H-dependent dot stages per step
                    # instead of three, every left operand from registers (transposed chain). Offline sm_90: BV64 on
                    # wgmma 255 registers with 136 B of spills (prefetch) / none (no prefetch), 112 KB; BV32 on
@@ -556,7 +559,7 @@ ROUNDS["r40"] = [  # (session 24) cfg "wu": the prep's Tm half stores W = Tm dia
                    # prep_maxnreg, 104 B of spills). The prep's blocks of 32 on wgmma (164 registers) made an illegal
                    # memory access on the H200 (at 971fbb3, every candidate; 38ced47: blocks of 64 or 128 on wgmma,
                    # or 32 on mma.sync, ran correct). The two-launch rows from N = 5, from 3000 tokens, each candidate
-                   # in its own process
+                   # in its own process (table-b was not run)
     ("table-a", lambda w: K._pick(w["T"], w["N"]), None, 3000, BIG),
     ("wu64", _two_rows(dict(_WU, BV=64, chain_mma_v3=True), 5), None, 3000, BIG),
     ("wu64r168", _two_rows(dict(_WU, BV=64, chain_mma_v3=True, prep_maxnreg=168), 5), None, 3000, BIG),

@@ -89,7 +89,6 @@ ALGO_CHUNK = 0
 ALGO_RECURRENT = 1
 ALGO_CHUNK_WS = 2
 ALGO_CHUNK_WS_T = 3     # ALGO_CHUNK_WS with the state slice held transposed (cfg "trans")
-ALGO_CHUNK_WU = 4       # ALGO_CHUNK_WS_T reading W and U instead of Tm (cfg "wu")
 
 # dot operand precision codes (constexpr)
 P_BF16 = 0
@@ -112,16 +111,9 @@ def _bf16_split(x):
 
 
 @triton.jit
-def _mm(a, b, PREC: tl.constexpr, acc=None):
-    """a @ b (+ acc, fp32) with fp32 accumulation; PREC picks the operand precision."""
-    if acc is not None:
-        if PREC == 6:
-            out = tl.dot(a.to(tl.float16), b.to(tl.float16), acc=acc, out_dtype=tl.float32)
-        elif PREC == 2:
-            out = tl.dot(a.to(tl.float32), b.to(tl.float32), acc=acc, input_precision="ieee")
-        else:
-            out = acc + _mm(a, b, PREC)
-    elif PREC == 0:
+def _mm(a, b, PREC: tl.constexpr):
+    """a @ b with fp32 accumulation; PREC picks the operand precision."""
+    if PREC == 0:
         out = tl.dot(a.to(tl.bfloat16), b.to(tl.bfloat16), out_dtype=tl.float32)
     elif PREC == 1:
         out = tl.dot(a.to(tl.float32), b.to(tl.float32), input_precision="tf32")
@@ -283,19 +275,6 @@ def _chunk_apply_t(Ht, Tm, P, q, k, vt, gam, beta, dec, egC, scale, PREC_T: tl.c
 
 
 @triton.jit
-def _chunk_apply_wu(Ht, W, P, q, k, ut, gam, dec, egC, scale, PREC_S: tl.constexpr, PREC_Q: tl.constexpr,
-                    PREC_O: tl.constexpr, OUT: tl.constexpr):
-    """ALGO_CHUNK_WU: _chunk_apply_t with the prep's W = Tm diag(beta gamma) K and U = Tm diag(beta) V (cfg "wu"), so
-    X = U - W H: one H-dependent dot before the new values instead of K H, then Tm R."""
-    Xt = ut.to(tl.float32) - _mm(Ht, tl.trans(W), PREC_S)          # new values, [BV, C]
-    Ot = 0.0
-    if OUT:     # accumulated in place: fewer live registers
-        Ot = scale * _mm(Xt, tl.trans(P), PREC_O, acc=gam[None, :] * _mm(Ht, tl.trans(q), PREC_Q))
-    Ht = _mm(Xt * dec[None, :], k, PREC_S, acc=egC * Ht)
-    return Ot, Ht
-
-
-@triton.jit
 def _recurrent_chunk(H, c0, eos, h, hq, v0, q_ptr, k_ptr, v_ptr, a_ptr, b_ptr, o_ptr,
                      alog, dtb, scale, C: tl.constexpr, BV: tl.constexpr,
                      NHV: tl.constexpr, NHK: tl.constexpr, DK: tl.constexpr,
@@ -339,10 +318,9 @@ def _recurrent_token(H, t, h, hq, v0, q_ptr, k_ptr, v_ptr, a_ptr, b_ptr, o_ptr, 
 
 @triton.jit
 def _vo_tile(tok, valid, h, v0, ALGO: tl.constexpr, BV: tl.constexpr, NHV: tl.constexpr, DK: tl.constexpr):
-    """Offsets and mask of a chunk's value-side tile (v in, output out): [BV, C] for the transposed ALGOs (3, 4),
-    else [C, BV]."""
+    """Offsets and mask of a chunk's value-side tile (v in, output out): [BV, C] for ALGO_CHUNK_WS_T, else [C, BV]."""
     vx = tl.arange(0, BV)
-    if ALGO >= 3:
+    if ALGO == 3:
         off = tok[None, :] * (NHV * DK) + h * DK + v0 + vx[:, None]
         mask = valid[None, :]
     else:
@@ -362,13 +340,6 @@ def _ws_off(slot, h, C: tl.constexpr, NHV: tl.constexpr):
     """Offsets of the Tm tile of workspace slot `slot`, head h (and of P without cfg "f16")."""
     r = tl.arange(0, C)
     return (slot * NHV + h) * (C * C) + r[:, None] * C + r[None, :]
-
-
-@triton.jit
-def _wu_base(slot, h, C: tl.constexpr, NHV: tl.constexpr, DK: tl.constexpr):
-    """cfg "wu": offset of the W tile ([C, DK], row-major) of workspace slot `slot`, head h; its U tile ([C, DK])
-    follows at + C * DK."""
-    return (slot * NHV + h) * (2 * C * DK)
 
 
 @triton.jit
@@ -408,30 +379,23 @@ def _kq_off(slot, hq, C: tl.constexpr, NHV: tl.constexpr, NHK: tl.constexpr, DK:
 
 
 @triton.jit
-def _chunk_in(c0, bos, eos, n, vcols, h, v0, v_ptr, a_ptr, b_ptr, ws_ptr, wp_ptr, MIX: tl.constexpr,
-              ALGO: tl.constexpr, C: tl.constexpr, BV: tl.constexpr, NHV: tl.constexpr, NHK: tl.constexpr,
-              DK: tl.constexpr):
+def _chunk_in(c0, bos, eos, n, vcols, h, v0, v_ptr, a_ptr, b_ptr, wp_ptr, MIX: tl.constexpr, ALGO: tl.constexpr,
+              C: tl.constexpr, BV: tl.constexpr, NHV: tl.constexpr, NHK: tl.constexpr, DK: tl.constexpr):
     """A chunk's loads that feed no dot (v, and a and b as stored, or with cfg "f16" gamma and beta from the
     prep's gate block), issued a step early with cfg "prefetch". With MIX the slice's columns from vcols on read
-    v = 0 (a segment transition's columns: _gdn_seg_kernel). ALGO_CHUNK_WU: the slice of U (transposed, [BV, C])
-    from the W/U workspace instead of v, and gamma and the decay to the chunk end instead of gamma and beta."""
+    v = 0 (a segment transition's columns: _gdn_seg_kernel)."""
     r = tl.arange(0, C)
     tok = c0 + r
     valid = tok < eos
-    inside = (c0 + 0 * r) < eos     # a chunk past the sequence's end has no slot
-    if ALGO == 4:
-        vx = tl.arange(0, BV)
-        u_off = _wu_base(_slot(c0, bos, n, C), h, C, NHV, DK) + C * DK + r[None, :] * DK + v0 + vx[:, None]
-        v = tl.load(ws_ptr + u_off, mask=inside[None, :], other=0.0)
-    else:
-        vo_off, vo_mask = _vo_tile(tok, valid, h, v0, ALGO, BV, NHV, DK)
-        if MIX:
-            vo_mask = vo_mask & _slice_cols(vcols, ALGO, BV)
-        v = tl.load(v_ptr + vo_off, mask=vo_mask, other=0.0)
+    vo_off, vo_mask = _vo_tile(tok, valid, h, v0, ALGO, BV, NHV, DK)
+    if MIX:
+        vo_mask = vo_mask & _slice_cols(vcols, ALGO, BV)
+    v = tl.load(v_ptr + vo_off, mask=vo_mask, other=0.0)
     if wp_ptr.dtype.element_ty == tl.float16:
+        inside = (c0 + 0 * r) < eos     # a chunk past the sequence's end has no slot
         gp = wp_ptr.to(tl.pointer_type(tl.float32)) + _g_off(_slot(c0, bos, n, C), h, C, NHV, NHK, DK)
         a = tl.load(gp + r, mask=inside, other=0.0)
-        b = tl.load(gp + (2 * C if ALGO == 4 else C) + r, mask=inside, other=0.0)
+        b = tl.load(gp + C + r, mask=inside, other=0.0)
     else:
         a, b = _chunk_ab(a_ptr, b_ptr, tok, valid, h, NHV)
     return v, a, b
@@ -471,54 +435,43 @@ def _step(H, c0, bos, eos, n, h, hq, v0, q_ptr, k_ptr, v_ptr, a_ptr, b_ptr, o_pt
                 q = tl.load(q_ptr + qk_off, mask=valid[:, None], other=0.0)
             k = tl.load(k_ptr + qk_off, mask=valid[:, None], other=0.0)
         vo_off, vo_mask = _vo_tile(tok, valid, h, v0, ALGO, BV, NHV, DK)
-        if ALGO == 4:   # U's slice, gamma, the decay to the chunk end (_chunk_in)
-            if not PF:
-                vr, ar, br = _chunk_in(c0, bos, eos, n, BV, h, v0, v_ptr, a_ptr, b_ptr, ws_ptr, wp_ptr, False, ALGO,
-                                       C, BV, NHV, NHK, DK)
-            W = tl.load(ws_ptr + _wu_base(slot, h, C, NHV, DK) + r[:, None] * DK + kx[None, :])
-            egC = tl.load(wp_ptr.to(tl.pointer_type(tl.float32)) + _g_off(slot, h, C, NHV, NHK, DK) + C - 1)
-            P = 0.0
-            if OUT:
-                P = tl.load(wp_ptr + _wp_off(slot, h, F16, C, NHV, NHK, DK)).to(tl.float32)
-            O, H = _chunk_apply_wu(H, W, P, q, k, vr, ar, br, egC, scale, PREC_S, PREC_Q, PREC_O, OUT)
+        if PF:
+            v = vr.to(tl.float32)
+        else:
+            v = tl.load(v_ptr + vo_off, mask=vo_mask, other=0.0).to(tl.float32)
+        G = 0.0
+        if F16:     # the gates from the prep's gate block (_g_off)
+            gp = wp_ptr.to(tl.pointer_type(tl.float32)) + _g_off(slot, h, C, NHV, NHK, DK)
+            if PF:
+                gam = ar
+                beta = br
+            else:
+                gam = tl.load(gp + r)
+                beta = tl.load(gp + C + r)
+            dec = tl.load(gp + 2 * C + r)
+            egC = tl.load(gp + C - 1)       # gamma of the last row
         else:
             if PF:
-                v = vr.to(tl.float32)
+                lg, beta = _gates_of(ar, br, valid, alog, dtb)
             else:
-                v = tl.load(v_ptr + vo_off, mask=vo_mask, other=0.0).to(tl.float32)
-            G = 0.0
-            if F16:     # the gates from the prep's gate block (_g_off)
-                gp = wp_ptr.to(tl.pointer_type(tl.float32)) + _g_off(slot, h, C, NHV, NHK, DK)
-                if PF:
-                    gam = ar
-                    beta = br
+                lg, beta = _chunk_gates(a_ptr, b_ptr, tok, valid, h, alog, dtb, NHV)
+            G = _cumsum(lg, C, SCAN)
+            gam, dec, egC = _gate_vectors(G)
+        if ALGO == 0:
+            Tm = _chunk_tm(k, G, beta, C, SB, LOG2NB, PREC_QK, PREC_T)
+            P = _chunk_p(q, k, G, C, PREC_QK)
+        else:
+            Tm = tl.load(ws_ptr + _ws_off(slot, h, C, NHV))
+            P = 0.0
+            if OUT:
+                if WS_P:
+                    P = tl.load(wp_ptr + _wp_off(slot, h, F16, C, NHV, NHK, DK)).to(tl.float32)
                 else:
-                    gam = tl.load(gp + r)
-                    beta = tl.load(gp + C + r)
-                dec = tl.load(gp + 2 * C + r)
-                egC = tl.load(gp + C - 1)       # gamma of the last row
-            else:
-                if PF:
-                    lg, beta = _gates_of(ar, br, valid, alog, dtb)
-                else:
-                    lg, beta = _chunk_gates(a_ptr, b_ptr, tok, valid, h, alog, dtb, NHV)
-                G = _cumsum(lg, C, SCAN)
-                gam, dec, egC = _gate_vectors(G)
-            if ALGO == 0:
-                Tm = _chunk_tm(k, G, beta, C, SB, LOG2NB, PREC_QK, PREC_T)
-                P = _chunk_p(q, k, G, C, PREC_QK)
-            else:
-                Tm = tl.load(ws_ptr + _ws_off(slot, h, C, NHV))
-                P = 0.0
-                if OUT:
-                    if WS_P:
-                        P = tl.load(wp_ptr + _wp_off(slot, h, F16, C, NHV, NHK, DK)).to(tl.float32)
-                    else:
-                        P = _chunk_p(q, k, G, C, PREC_QK)
-            if ALGO == 3:
-                O, H = _chunk_apply_t(H, Tm, P, q, k, v, gam, beta, dec, egC, scale, PREC_T, PREC_S, PREC_Q, PREC_O, OUT)
-            else:
-                O, H = _chunk_apply(H, Tm, P, q, k, v, gam, beta, dec, egC, scale, PREC_T, PREC_S, PREC_Q, PREC_O, OUT)
+                    P = _chunk_p(q, k, G, C, PREC_QK)
+        if ALGO == 3:
+            O, H = _chunk_apply_t(H, Tm, P, q, k, v, gam, beta, dec, egC, scale, PREC_T, PREC_S, PREC_Q, PREC_O, OUT)
+        else:
+            O, H = _chunk_apply(H, Tm, P, q, k, v, gam, beta, dec, egC, scale, PREC_T, PREC_S, PREC_Q, PREC_O, OUT)
         if OUT:
             tl.store(o_ptr + vo_off, O.to(o_ptr.dtype.element_ty), mask=vo_mask)
     return H
@@ -580,7 +533,7 @@ def _slice_off(m, v0, ALGO: tl.constexpr, BV: tl.constexpr, DK: tl.constexpr, k0
     of its columns k0 .. k0 + KB only."""
     kx = k0 + tl.arange(0, KB if KB else DK)
     vx = tl.arange(0, BV)
-    if ALGO >= 3:
+    if ALGO == 3:
         off = (m * DK + v0 + vx[:, None]) * DK + kx[None, :]
     else:
         off = (m * DK + v0 + vx[None, :]) * DK + kx[:, None]
@@ -592,7 +545,7 @@ def _slice_cols(vcols, ALGO: tl.constexpr, BV: tl.constexpr):
     """Which value columns of a slice (or of a chunk's value-side tile) are below vcols, shaped to broadcast
     against it: [BV, 1] for ALGO_CHUNK_WS_T, else [1, BV]."""
     vx = tl.arange(0, BV)
-    if ALGO >= 3:
+    if ALGO == 3:
         out = (vx < vcols)[:, None]
     else:
         out = (vx < vcols)[None, :]
@@ -605,7 +558,7 @@ def _slice_init(v0, vcols, ALGO: tl.constexpr, BV: tl.constexpr, DK: tl.constexp
     v0 + i of the identity (a segment transition's columns: _gdn_seg_kernel)."""
     kx = tl.arange(0, DK)
     vx = tl.arange(0, BV)
-    if ALGO >= 3:
+    if ALGO == 3:
         eye = (v0 + vx[:, None] - vcols) == kx[None, :]
     else:
         eye = kx[:, None] == (v0 + vx[None, :] - vcols)
@@ -625,7 +578,7 @@ def _advance(H, c0, bos, eos, vcols, n, h, hq, v0, vn, an, bn, q_ptr, k_ptr, v_p
     ac = an
     bc = bn
     if PF:
-        vn, an, bn = _chunk_in(c0 + C, bos, eos, n, vcols, h, v0, v_ptr, a_ptr, b_ptr, ws_ptr, wp_ptr, MIX, ALGO, C, BV, NHV,
+        vn, an, bn = _chunk_in(c0 + C, bos, eos, n, vcols, h, v0, v_ptr, a_ptr, b_ptr, wp_ptr, MIX, ALGO, C, BV, NHV,
                                NHK, DK)
     H = _step(H, c0, bos, eos, n, h, hq, v0, q_ptr, k_ptr, v_ptr, a_ptr, b_ptr, o_ptr, ws_ptr, wp_ptr, alog,
               dtb, scale, vc, ac, bc, OUT, PF, WS_P, ALGO, C, BV, SB, LOG2NB, SCAN, PREC_QK, PREC_T, PREC_S,
@@ -697,7 +650,7 @@ def _chain(pid_v, pid_nh, q_ptr, k_ptr, v_ptr, s_ptr, alog_ptr, a_ptr, dtb_ptr, 
     bn = 0.0
     F16: tl.constexpr = wp_ptr.dtype.element_ty == tl.float16      # cfg "f16": the gates come from the prep
     if PF and not F16:      # the first chunk's, before the waits and the state load
-        vn, an, bn = _chunk_in(bos, bos, eos, n, BV, h, v0, v_ptr, a_ptr, b_ptr, ws_ptr, wp_ptr, False, ALGO, C, BV, NHV, NHK,
+        vn, an, bn = _chunk_in(bos, bos, eos, n, BV, h, v0, v_ptr, a_ptr, b_ptr, wp_ptr, False, ALGO, C, BV, NHV, NHK,
                                DK)
     alog = tl.load(alog_ptr + h).to(tl.float32)
     dtb = tl.load(dtb_ptr + h).to(tl.float32)
@@ -709,7 +662,7 @@ def _chain(pid_v, pid_nh, q_ptr, k_ptr, v_ptr, s_ptr, alog_ptr, a_ptr, dtb_ptr, 
         if F16 and hw != h:
             _wait_chunks(sync_ptr + plane * nprep, _slot(bos, bos, n, C), (eos - bos + C - 1) // C, hw, want, NHV)
     if PF and F16:          # after the waits: the gate block is the prep's
-        vn, an, bn = _chunk_in(bos, bos, eos, n, BV, h, v0, v_ptr, a_ptr, b_ptr, ws_ptr, wp_ptr, False, ALGO, C, BV, NHV, NHK,
+        vn, an, bn = _chunk_in(bos, bos, eos, n, BV, h, v0, v_ptr, a_ptr, b_ptr, wp_ptr, False, ALGO, C, BV, NHV, NHK,
                                DK)
 
     s_off = _slice_off(n * NHV + h, v0, ALGO, BV, DK)
@@ -727,10 +680,8 @@ def _chain(pid_v, pid_nh, q_ptr, k_ptr, v_ptr, s_ptr, alog_ptr, a_ptr, dtb_ptr, 
 def _prep_slot(slot, h, q_ptr, k_ptr, alog_ptr, a_ptr, dtb_ptr, b_ptr, cu_ptr, ws_ptr, wp_ptr, N,
                DO_TM: tl.constexpr, WS_P: tl.constexpr, C: tl.constexpr, SB: tl.constexpr,
                LOG2NB: tl.constexpr, SCAN: tl.constexpr, NP2: tl.constexpr, PREC_QK: tl.constexpr,
-               PREC_T: tl.constexpr, NHV: tl.constexpr, NHK: tl.constexpr, DK: tl.constexpr,
-               WU: tl.constexpr = False, v_ptr=None, WB: tl.constexpr = 32):
-    """Tm (if DO_TM) and P (if WS_P) of workspace slot `slot`, head h. With WU (cfg "wu") the Tm half stores
-    W = Tm diag(beta gamma) K and U = Tm diag(beta) V (_wu_base) instead of Tm.
+               PREC_T: tl.constexpr, NHV: tl.constexpr, NHK: tl.constexpr, DK: tl.constexpr):
+    """Tm (if DO_TM) and P (if WS_P) of workspace slot `slot`, head h.
 
     Chunk j of sequence n lives in slot bos_n // C + n + j; the slots of distinct chunks are
     distinct and all below T // C + N + 1 (floor(b/C) + ceil(L/C) <= floor((b+L)/C) + 1).
@@ -760,19 +711,7 @@ def _prep_slot(slot, h, q_ptr, k_ptr, alog_ptr, a_ptr, dtb_ptr, b_ptr, cu_ptr, w
             lg, beta = _chunk_gates(a_ptr, b_ptr, tok, valid, h, alog, dtb, NHV)
             G = _cumsum(lg, C, SCAN)
             Tm = _chunk_tm(k, G, beta, C, SB, LOG2NB, PREC_QK, PREC_T)
-            if WU:      # in column blocks of WB, loaded afresh: fewer live registers (3 CTAs per SM)
-                wx = tl.arange(0, WB)
-                bg = (beta * tl.exp(G))[:, None]
-                for j in tl.static_range(0, DK, WB):
-                    wu = ws_ptr + _wu_base(slot, h, C, NHV, DK) + r[:, None] * DK + j + wx[None, :]
-                    kj = tl.load(k_ptr + tok[:, None] * (NHK * DK) + hq * DK + j + wx[None, :], mask=valid[:, None],
-                                 other=0.0)
-                    tl.store(wu, _mm(Tm, kj.to(tl.float32) * bg, PREC_T).to(ws_ptr.dtype.element_ty))
-                    vj = tl.load(v_ptr + tok[:, None] * (NHV * DK) + h * DK + j + wx[None, :], mask=valid[:, None],
-                                 other=0.0)
-                    tl.store(wu + C * DK, _mm(Tm, vj.to(tl.float32) * beta[:, None], PREC_T).to(ws_ptr.dtype.element_ty))
-            else:
-                tl.store(ws_ptr + _ws_off(slot, h, C, NHV), Tm.to(ws_ptr.dtype.element_ty))
+            tl.store(ws_ptr + _ws_off(slot, h, C, NHV), Tm.to(ws_ptr.dtype.element_ty))
             if F16:
                 if h % (NHV // NHK) == 0:   # one copy per q/k head
                     tl.store(wp_ptr + _kq_off(slot, hq, C, NHV, NHK, DK), k.to(tl.float16))
@@ -815,12 +754,12 @@ def _gdn_prefill_kernel(
 
 @triton.jit
 def _gdn_prep_kernel(
-    q_ptr, k_ptr, v_ptr, alog_ptr, a_ptr, dtb_ptr, b_ptr, cu_ptr, ws_ptr, wp_ptr, perm_ptr, N,
+    q_ptr, k_ptr, alog_ptr, a_ptr, dtb_ptr, b_ptr, cu_ptr, ws_ptr, wp_ptr, perm_ptr, N,
     WS_P: tl.constexpr, C: tl.constexpr, SB: tl.constexpr, LOG2NB: tl.constexpr,
     SCAN: tl.constexpr, NP2: tl.constexpr,
     PREC_QK: tl.constexpr, PREC_T: tl.constexpr,
     NHV: tl.constexpr, NHK: tl.constexpr, DK: tl.constexpr, SPLIT: tl.constexpr,
-    MMA_V3: tl.constexpr = False, RANK: tl.constexpr = False, WU: tl.constexpr = False, WB: tl.constexpr = 32,
+    MMA_V3: tl.constexpr = False, RANK: tl.constexpr = False,
 ):
     """Two-launch variant, first launch: Tm (and P) of every (chunk, head), grid (slots, HV, 1);
     with SPLIT (cfg "prep_split", the two-launch rows) grid (slots, HV, 2): Tm and P in separate CTAs,
@@ -835,7 +774,7 @@ def _gdn_prep_kernel(
         if tl.program_id(2) == 0:
             _prep_slot(tl.program_id(0), tl.program_id(1), q_ptr, k_ptr, alog_ptr, a_ptr, dtb_ptr,
                        b_ptr, cu_ptr, ws_ptr, wp_ptr, N, True, False, C, SB, LOG2NB, SCAN, NP2,
-                       PREC_QK, PREC_T, NHV, NHK, DK, WU, v_ptr, WB)
+                       PREC_QK, PREC_T, NHV, NHK, DK)
         else:
             _prep_slot(tl.program_id(0), tl.program_id(1), q_ptr, k_ptr, alog_ptr, a_ptr, dtb_ptr,
                        b_ptr, cu_ptr, ws_ptr, wp_ptr, N, False, True, C, SB, LOG2NB, SCAN, NP2,
@@ -843,7 +782,7 @@ def _gdn_prep_kernel(
     else:
         _prep_slot(tl.program_id(0), tl.program_id(1), q_ptr, k_ptr, alog_ptr, a_ptr, dtb_ptr, b_ptr,
                    cu_ptr, ws_ptr, wp_ptr, N, True, WS_P, C, SB, LOG2NB, SCAN, NP2, PREC_QK, PREC_T,
-                   NHV, NHK, DK, WU, v_ptr, WB)
+                   NHV, NHK, DK)
 
 
 @triton.jit
@@ -918,7 +857,7 @@ def _gdn_seg_kernel(
         an = 0.0
         bn = 0.0
         if PF:
-            vn, an, bn = _chunk_in(cs, bos, eos, n, vcols, h, v0, v_ptr, a_ptr, b_ptr, ws_ptr, wp_ptr, PHASE == 1, ALGO, C, BV,
+            vn, an, bn = _chunk_in(cs, bos, eos, n, vcols, h, v0, v_ptr, a_ptr, b_ptr, wp_ptr, PHASE == 1, ALGO, C, BV,
                                    NHV, NHK, DK)
         alog = tl.load(alog_ptr + h).to(tl.float32)
         dtb = tl.load(dtb_ptr + h).to(tl.float32)
@@ -1320,6 +1259,19 @@ def _gdn_fused_kernel(
 #     cu_seqlens vector it loads (one dependent load less per CTA): within +-1 us; cfg "state_pf", the chain's state
 #     slices prefetched into L2 two CTAs per SM ahead (the first by the prep's last CTAs): +2..+5 us at T = 8192 (the
 #     pass: all 100 37.5 us, T = 8192 99.3 against 96.0).
+# Session 24, same target. Round 40 (logs/prefill_sweep_r40.*, timelines logs/prefill_timeline_r40.json, at 6680df0):
+# cfg "wu", the prep's Tm half storing W = Tm diag(beta gamma) K and U = Tm diag(beta) V (fp16, +32 KB per slot and
+# head) so that the transposed chain computes X = U - W H: two H-dependent dot stages per step instead of three, every
+# left operand from registers. Correct (0 failing elements, state max error 0.00103 against 0.00084), but the two-
+# launch calls from N = 5 took 118.8-130.3 us against the table's 93.2 on the mean; at 8192/34 the prep went from 37 to
+# 63-67 us (88 on mma.sync) while the chain went from 65 to 63-64 (06f21bb1: 54 -> 53, c2931c92: 49 -> 48): the step
+# is not bound by its number of dot stages. Its W/U column blocks of 32 on wgmma made an illegal memory access (blocks
+# of 64 or 128 on wgmma, or 32 on mma.sync, did not). Removed. The prep's parts (logs/prefill_prep_diag_r40.json,
+# scripts/prefill_prep_diag.py: copies of this module with parts taken out, timing only), at 8192/34 and 8192/56: whole
+# 36.7 / 38.6 us; the Tm CTAs alone 32.8 / 33.5, the P CTAs alone 15.3 / 15.6, neither role 2.3 / 2.5; without the Tm
+# solve (K K^T stored instead) 23.6 / 24.2; without the k and q copies 33.8 / 35.8; without the gate block 34.1 /
+# 36.0. The chain in such a call (Nsight Compute, logs/ncu_efff8b5) is latency-bound: 1.8 active warps per scheduler
+# (2 CTAs per SM), DRAM 24 %, L2 35 %, L2 hit rate 42 %.
 # B200 (148 SMs, sm_100a): UNMEASURED. The thresholds (16, 32, 64, 180, 1400, 3000 tokens, N = 1/2/3/4/15/24), the
 # V splits and the segment count (3: its first launch has 24 CTAs per head and sequence, 192 for one sequence,
 # within the 264 that fit at once on 132 SMs; 148 SMs fit 296) come from H200 timings only; every entry is
@@ -1489,16 +1441,12 @@ def _launch(algo, q, k, v, state, A_log, a, dt_bias, b, cu_seqlens, scale, outpu
     use_ws = algo == ALGO_CHUNK and cfg.get("ws", False)
     ws_p = use_ws and cfg.get("ws_p", False)
     f16 = ws_p and cfg.get("f16", False)
-    wu = cfg.get("wu", False)
-    if wu and not f16:
-        raise ValueError(f"gdn prefill: launch config {cfg}: wu needs f16, trans and two launches (no fused, no segs)")
     ws = new_state  # dummy pointers when unused
     wp = output
     if use_ws:
         nslot = T // C + N + 1
         if f16:     # Tm and P in fp16; beside P the chunks' k and q as fp16 copies and their gates (_wp_off)
-            ws = (_workspace("wu16", nslot * HV * 2 * C * D, torch.float16, q.device) if wu else    # W and U
-                  _workspace("tm16", nslot * HV * C * C, torch.float16, q.device))
+            ws = _workspace("tm16", nslot * HV * C * C, torch.float16, q.device)
             wp = _workspace("p16", nslot * _p16_slot.fn(C, HV, HK, D), torch.float16, q.device)
             if on_gpu:      # every dot but K K^T and Q K^T (exact bf16 inputs) on fp16 operands
                 p = dict(p, PREC_T=P_FP16, PREC_S=P_FP16, PREC_Q=P_FP16, PREC_O=P_FP16)
@@ -1515,14 +1463,10 @@ def _launch(algo, q, k, v, state, A_log, a, dt_bias, b, cu_seqlens, scale, outpu
             opts["maxnreg"] = cfg[key]
     fused = use_ws and cfg.get("fused", False)
     chain_algo = ALGO_CHUNK_WS_T if cfg.get("trans", False) else ALGO_CHUNK_WS
-    if wu:
-        chain_algo = ALGO_CHUNK_WU
     pf = bool(cfg.get("prefetch"))      # the chain issues the next chunk's v, a, b loads a step early
     segs = cfg.get("segs", 0) if use_ws and not fused else 0     # two segment launches (_gdn_seg_kernel)
     if segs and (segs < 3 or not pf):
         raise ValueError(f"gdn prefill: launch config {cfg}: segs needs >= 3 segments and prefetch")
-    if wu and (fused or segs or not cfg.get("trans")):
-        raise ValueError(f"gdn prefill: launch config {cfg}: wu needs f16, trans and two launches (no fused, no segs)")
     # the first launch ranks the sequences for the chain launch (two launches, longest first)
     rank = bool(lpt and use_ws and not fused and not segs and cfg.get("lpt_ws"))
     # the chain's arguments, shared by the plain chain launch and the fused launch's chain role
@@ -1544,10 +1488,10 @@ def _launch(algo, q, k, v, state, A_log, a, dt_bias, b, cu_seqlens, scale, outpu
         perm = _workspace("perm", 4 * N, torch.int32, q.device) if rank else cu_seqlens   # else a dummy
         if use_ws:
             launches.append((_gdn_prep_kernel, (nslot, HV, 2 if split else 1), dict(
-                q_ptr=q, k_ptr=k, v_ptr=v, alog_ptr=A_log, a_ptr=a, dtb_ptr=dt_bias, b_ptr=b, cu_ptr=cu_seqlens,
+                q_ptr=q, k_ptr=k, alog_ptr=A_log, a_ptr=a, dtb_ptr=dt_bias, b_ptr=b, cu_ptr=cu_seqlens,
                 ws_ptr=ws, wp_ptr=wp, perm_ptr=perm, N=N, WS_P=ws_p, C=C, SB=SB, LOG2NB=log2nb, SCAN=scan,
                 NP2=np2, PREC_QK=p["PREC_QK"], PREC_T=p["PREC_T"], NHV=HV, NHK=HK, DK=D, SPLIT=split,
-                MMA_V3=bool(cfg.get("prep_mma_v3")), RANK=rank, WU=wu, WB=cfg.get("wu_block", 32)), prep_opts))
+                MMA_V3=bool(cfg.get("prep_mma_v3")), RANK=rank), prep_opts))
             algo = chain_algo
         if segs:
             mats = N * (segs - 1) * HV * D * D      # segment end states E and transitions X (A^T)
