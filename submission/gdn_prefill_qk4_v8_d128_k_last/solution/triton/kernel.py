@@ -623,7 +623,7 @@ def _chain(pid_v, pid_nh, q_ptr, k_ptr, v_ptr, s_ptr, alog_ptr, a_ptr, dtb_ptr, 
            SCAN: tl.constexpr, HAS_STATE: tl.constexpr, PREC_QK: tl.constexpr,
            PREC_T: tl.constexpr, PREC_S: tl.constexpr, PREC_Q: tl.constexpr,
            PREC_O: tl.constexpr, NHV: tl.constexpr, NHK: tl.constexpr, DK: tl.constexpr,
-           INTERP: tl.constexpr, L2H: tl.constexpr = False):
+           INTERP: tl.constexpr):
     """One CTA's serial walk over the chunks of its (sequence, head, value slice). WAIT (fused launch):
     the number of flag planes to wait on (2 with the split prep role: Tm flags, then P flags nprep
     words further). LPT: 1 ranks the sequences here (_longest_first), 2 reads the rank table the first
@@ -667,23 +667,21 @@ def _chain(pid_v, pid_nh, q_ptr, k_ptr, v_ptr, s_ptr, alog_ptr, a_ptr, dtb_ptr, 
 
     s_off = _slice_off(n * NHV + h, v0, ALGO, BV, DK)
     H = _slice_init(v0, BV, ALGO, BV, DK)
-    EF: tl.constexpr = "evict_first" if L2H else ""     # cfg "l2": state in and out used once
     if HAS_STATE:
-        H = tl.load(s_ptr + s_off, eviction_policy=EF)
+        H = tl.load(s_ptr + s_off)
 
     H = _walk(H, bos, eos, bos, eos, BV, n, h, hq, v0, vn, an, bn, q_ptr, k_ptr, v_ptr, a_ptr, b_ptr, o_ptr,
               ws_ptr, wp_ptr, alog, dtb, scale, True, False, PF, ALGO, WS_P, C, BV, SB, LOG2NB, SCAN, PREC_QK,
               PREC_T, PREC_S, PREC_Q, PREC_O, NHV, NHK, DK, INTERP)
-    tl.store(ns_ptr + s_off, H, eviction_policy=EF)
+    tl.store(ns_ptr + s_off, H)
 
 
 @triton.jit
 def _prep_slot(slot, h, q_ptr, k_ptr, alog_ptr, a_ptr, dtb_ptr, b_ptr, cu_ptr, ws_ptr, wp_ptr, N,
                DO_TM: tl.constexpr, WS_P: tl.constexpr, C: tl.constexpr, SB: tl.constexpr,
                LOG2NB: tl.constexpr, SCAN: tl.constexpr, NP2: tl.constexpr, PREC_QK: tl.constexpr,
-               PREC_T: tl.constexpr, NHV: tl.constexpr, NHK: tl.constexpr, DK: tl.constexpr, L2H: tl.constexpr = False):
-    """Tm (if DO_TM) and P (if WS_P) of workspace slot `slot`, head h. L2H (cfg "l2"): the inputs loaded with the L2
-    hint evict_first, the workspace stored with evict_last (the chain reads it next).
+               PREC_T: tl.constexpr, NHV: tl.constexpr, NHK: tl.constexpr, DK: tl.constexpr):
+    """Tm (if DO_TM) and P (if WS_P) of workspace slot `slot`, head h.
 
     Chunk j of sequence n lives in slot bos_n // C + n + j; the slots of distinct chunks are
     distinct and all below T // C + N + 1 (floor(b/C) + ceil(L/C) <= floor((b+L)/C) + 1).
@@ -692,8 +690,6 @@ def _prep_slot(slot, h, q_ptr, k_ptr, alog_ptr, a_ptr, dtb_ptr, b_ptr, cu_ptr, w
     when P reused them.
     """
     hq = h // (NHV // NHK)
-    EF: tl.constexpr = "evict_first" if L2H else ""
-    EL: tl.constexpr = "evict_last" if L2H else ""
     m = tl.arange(0, NP2)
     cu_m = tl.load(cu_ptr + m, mask=m < N, other=0).to(tl.int32)
     first = cu_m // C + m
@@ -711,28 +707,28 @@ def _prep_slot(slot, h, q_ptr, k_ptr, alog_ptr, a_ptr, dtb_ptr, b_ptr, cu_ptr, w
         qk_off = tok[:, None] * (NHK * DK) + hq * DK + kx[None, :]
         F16: tl.constexpr = wp_ptr.dtype.element_ty == tl.float16      # cfg "f16" (_wp_off)
         if DO_TM:
-            k = tl.load(k_ptr + qk_off, mask=valid[:, None], other=0.0, eviction_policy=EF)
+            k = tl.load(k_ptr + qk_off, mask=valid[:, None], other=0.0)
             lg, beta = _chunk_gates(a_ptr, b_ptr, tok, valid, h, alog, dtb, NHV)
             G = _cumsum(lg, C, SCAN)
             Tm = _chunk_tm(k, G, beta, C, SB, LOG2NB, PREC_QK, PREC_T)
-            tl.store(ws_ptr + _ws_off(slot, h, C, NHV), Tm.to(ws_ptr.dtype.element_ty), eviction_policy=EL)
+            tl.store(ws_ptr + _ws_off(slot, h, C, NHV), Tm.to(ws_ptr.dtype.element_ty))
             if F16:
                 if h % (NHV // NHK) == 0:   # one copy per q/k head
-                    tl.store(wp_ptr + _kq_off(slot, hq, C, NHV, NHK, DK), k.to(tl.float16), eviction_policy=EL)
+                    tl.store(wp_ptr + _kq_off(slot, hq, C, NHV, NHK, DK), k.to(tl.float16))
                 gam, dec, egC = _gate_vectors(G)
                 gp = wp_ptr.to(tl.pointer_type(tl.float32)) + _g_off(slot, h, C, NHV, NHK, DK)
-                tl.store(gp + r, gam, eviction_policy=EL)
-                tl.store(gp + C + r, beta, eviction_policy=EL)
-                tl.store(gp + 2 * C + r, dec, eviction_policy=EL)
+                tl.store(gp + r, gam)
+                tl.store(gp + C + r, beta)
+                tl.store(gp + 2 * C + r, dec)
         if WS_P:
-            k = tl.load(k_ptr + qk_off, mask=valid[:, None], other=0.0, eviction_policy=EF)
+            k = tl.load(k_ptr + qk_off, mask=valid[:, None], other=0.0)
             lg, beta = _chunk_gates(a_ptr, b_ptr, tok, valid, h, alog, dtb, NHV)
-            q = tl.load(q_ptr + qk_off, mask=valid[:, None], other=0.0, eviction_policy=EF)
+            q = tl.load(q_ptr + qk_off, mask=valid[:, None], other=0.0)
             P = _chunk_p(q, k, _cumsum(lg, C, SCAN), C, PREC_QK)
-            tl.store(wp_ptr + _wp_off(slot, h, F16, C, NHV, NHK, DK), P.to(wp_ptr.dtype.element_ty), eviction_policy=EL)
+            tl.store(wp_ptr + _wp_off(slot, h, F16, C, NHV, NHK, DK), P.to(wp_ptr.dtype.element_ty))
             if F16:
                 if h % (NHV // NHK) == 0:
-                    tl.store(wp_ptr + _kq_off(slot, hq, C, NHV, NHK, DK) + C * DK, q.to(tl.float16), eviction_policy=EL)
+                    tl.store(wp_ptr + _kq_off(slot, hq, C, NHV, NHK, DK) + C * DK, q.to(tl.float16))
 
 
 # --------------------------------------------------------------------------------------------
@@ -746,14 +742,14 @@ def _gdn_prefill_kernel(
     LOG2NB: tl.constexpr, SCAN: tl.constexpr, HAS_STATE: tl.constexpr,
     PREC_QK: tl.constexpr, PREC_T: tl.constexpr, PREC_S: tl.constexpr, PREC_Q: tl.constexpr,
     PREC_O: tl.constexpr, NHV: tl.constexpr, NHK: tl.constexpr, DK: tl.constexpr,
-    INTERP: tl.constexpr, PF: tl.constexpr = False, MMA_V3: tl.constexpr = False, L2H: tl.constexpr = False,
+    INTERP: tl.constexpr, PF: tl.constexpr = False, MMA_V3: tl.constexpr = False,
 ):
     """The chain: grid (value slices, N * HV), slices of one head adjacent (they share q/k). MMA_V3 (cfg
     "chain_mma_v3") is not read: like the prep's, it keys Triton's in-process cache (_launch_env)."""
     _chain(tl.program_id(0), tl.program_id(1), q_ptr, k_ptr, v_ptr, s_ptr, alog_ptr, a_ptr,
            dtb_ptr, b_ptr, cu_ptr, o_ptr, ns_ptr, ws_ptr, wp_ptr, ws_ptr, perm_ptr, 0, 0, scale, N, NP2, LPT,
            0, PF if ALGO != 1 else False, ALGO, WS_P, C, BV, SB, LOG2NB, SCAN, HAS_STATE, PREC_QK, PREC_T, PREC_S,
-           PREC_Q, PREC_O, NHV, NHK, DK, INTERP, L2H)
+           PREC_Q, PREC_O, NHV, NHK, DK, INTERP)
 
 
 @triton.jit
@@ -763,7 +759,7 @@ def _gdn_prep_kernel(
     SCAN: tl.constexpr, NP2: tl.constexpr,
     PREC_QK: tl.constexpr, PREC_T: tl.constexpr,
     NHV: tl.constexpr, NHK: tl.constexpr, DK: tl.constexpr, SPLIT: tl.constexpr,
-    MMA_V3: tl.constexpr = False, RANK: tl.constexpr = False, L2H: tl.constexpr = False,
+    MMA_V3: tl.constexpr = False, RANK: tl.constexpr = False,
 ):
     """Two-launch variant, first launch: Tm (and P) of every (chunk, head), grid (slots, HV, 1);
     with SPLIT (cfg "prep_split", the two-launch rows) grid (slots, HV, 2): Tm and P in separate CTAs,
@@ -778,15 +774,15 @@ def _gdn_prep_kernel(
         if tl.program_id(2) == 0:
             _prep_slot(tl.program_id(0), tl.program_id(1), q_ptr, k_ptr, alog_ptr, a_ptr, dtb_ptr,
                        b_ptr, cu_ptr, ws_ptr, wp_ptr, N, True, False, C, SB, LOG2NB, SCAN, NP2,
-                       PREC_QK, PREC_T, NHV, NHK, DK, L2H)
+                       PREC_QK, PREC_T, NHV, NHK, DK)
         else:
             _prep_slot(tl.program_id(0), tl.program_id(1), q_ptr, k_ptr, alog_ptr, a_ptr, dtb_ptr,
                        b_ptr, cu_ptr, ws_ptr, wp_ptr, N, False, True, C, SB, LOG2NB, SCAN, NP2,
-                       PREC_QK, PREC_T, NHV, NHK, DK, L2H)
+                       PREC_QK, PREC_T, NHV, NHK, DK)
     else:
         _prep_slot(tl.program_id(0), tl.program_id(1), q_ptr, k_ptr, alog_ptr, a_ptr, dtb_ptr, b_ptr,
                    cu_ptr, ws_ptr, wp_ptr, N, True, WS_P, C, SB, LOG2NB, SCAN, NP2, PREC_QK, PREC_T,
-                   NHV, NHK, DK, L2H)
+                   NHV, NHK, DK)
 
 
 @triton.jit
@@ -1276,6 +1272,10 @@ def _gdn_fused_kernel(
 # solve (K K^T stored instead) 23.6 / 24.2; without the k and q copies 33.8 / 35.8; without the gate block 34.1 /
 # 36.0. The chain in such a call (Nsight Compute, logs/ncu_efff8b5) is latency-bound: 1.8 active warps per scheduler
 # (2 CTAs per SM), DRAM 24 %, L2 35 %, L2 hit rate 42 %.
+# Round 41 (logs/prefill_timeline_r41.json, at 9d0a6aa, the 19 calls from 3028 tokens, table / candidate / table):
+# cfg "l2", L2 hints (the prep's k and q loads evict_first, its workspace stores evict_last, the chain's state in and out
+# evict_first): T = 8192 span 96.9 against 94.9 / 93.8 us, the prep 40.2 against 37.4, the chain 55.7 against 56.4 /
+# 55.3. Removed.
 # B200 (148 SMs, sm_100a): UNMEASURED. The thresholds (16, 32, 64, 180, 1400, 3000 tokens, N = 1/2/3/4/15/24), the
 # V splits and the segment count (3: its first launch has 24 CTAs per head and sequence, 192 for one sequence,
 # within the 264 that fit at once on 132 SMs; 148 SMs fit 296) come from H200 timings only; every entry is
@@ -1495,7 +1495,7 @@ def _launch(algo, q, k, v, state, A_log, a, dt_bias, b, cu_seqlens, scale, outpu
                 q_ptr=q, k_ptr=k, alog_ptr=A_log, a_ptr=a, dtb_ptr=dt_bias, b_ptr=b, cu_ptr=cu_seqlens,
                 ws_ptr=ws, wp_ptr=wp, perm_ptr=perm, N=N, WS_P=ws_p, C=C, SB=SB, LOG2NB=log2nb, SCAN=scan,
                 NP2=np2, PREC_QK=p["PREC_QK"], PREC_T=p["PREC_T"], NHV=HV, NHK=HK, DK=D, SPLIT=split,
-                MMA_V3=bool(cfg.get("prep_mma_v3")), RANK=rank, L2H=bool(cfg.get("l2"))), prep_opts))
+                MMA_V3=bool(cfg.get("prep_mma_v3")), RANK=rank), prep_opts))
             algo = chain_algo
         if segs:
             mats = N * (segs - 1) * HV * D * D      # segment end states E and transitions X (A^T)
@@ -1511,7 +1511,7 @@ def _launch(algo, q, k, v, state, A_log, a, dt_bias, b, cu_seqlens, scale, outpu
         else:
             launches.append((_gdn_prefill_kernel, (D // BV, N * HV, 1),
                              dict(chain_args, perm_ptr=perm, LPT=2 if rank else lpt, ALGO=algo,
-                                  MMA_V3=bool(cfg.get("chain_mma_v3")), L2H=bool(cfg.get("l2"))), chain_opts))
+                                  MMA_V3=bool(cfg.get("chain_mma_v3"))), chain_opts))
     if not on_gpu:
         for fn, grid, args, opts in launches:
             fn[grid](**args, **opts)
