@@ -567,7 +567,17 @@ ROUNDS["r40"] = [  # (session 24 at 6680df0; result: correct, but 118.8-130.3 us
     ("wu32", _two_rows(dict(_WU, BV=32, chain_mma_v3=False), 5), None, 3000, BIG),
     ("table-b", lambda w: K._pick(w["T"], w["N"]), None, 3000, BIG),
 ]
-CANDS = ROUNDS[os.environ.get("ROUND", "r40")]
+ROUNDS["r42"] = [  # (session 24; OLD_KERNEL = d779539's kernel.py, cc3c1a0's code) the split prep's P CTAs write the fp16
+                   # k and q copies and the gate block (the Tm CTAs did k and the gates): the Tm CTAs are the launch's
+                   # long pole (logs/prefill_prep_diag_r40.json); offline the prep 167 registers (164), still 3 CTAs
+                   # per SM. Every row with a split prep (two launches, fused up to 1400 tokens); all 100 calls, each
+                   # candidate in its own process, old and new twice
+    ("old-a", lambda w: K_OLD._pick(w["T"], w["N"]), None, 0, BIG),
+    ("table-a", lambda w: K._pick(w["T"], w["N"]), None, 0, BIG),
+    ("old-b", lambda w: K_OLD._pick(w["T"], w["N"]), None, 0, BIG),
+    ("table-b", lambda w: K._pick(w["T"], w["N"]), None, 0, BIG),
+]
+CANDS = ROUNDS[os.environ.get("ROUND", "r42")]
 if os.environ.get("CANDS"):
     CANDS = [c for c in CANDS if c[0] in os.environ["CANDS"].split(",")]
 
