@@ -687,9 +687,7 @@ def _prep_slot(slot, h, q_ptr, k_ptr, alog_ptr, a_ptr, dtb_ptr, b_ptr, cu_ptr, w
     distinct and all below T // C + N + 1 (floor(b/C) + ceil(L/C) <= floor((b+L)/C) + 1).
     P reloads k and the gates rather than reusing Tm's, so its live range does not overlap Tm's:
     offline ptxas (sm_90, C=64, 4 warps) gives 255 registers and no spills, against 184 B of spills
-    when P reused them. With cfg "f16" the P half also writes the chunk's fp16 k and q copies and its gate block:
-    with "prep_split" the Tm CTAs are the long pole of the launch (session 24, logs/prefill_prep_diag_r40.json: alone
-    32.8 us against the P CTAs' 15.3 at 8192/34), so what either half can do goes to the P CTAs.
+    when P reused them.
     """
     hq = h // (NHV // NHK)
     m = tl.arange(0, NP2)
@@ -714,23 +712,23 @@ def _prep_slot(slot, h, q_ptr, k_ptr, alog_ptr, a_ptr, dtb_ptr, b_ptr, cu_ptr, w
             G = _cumsum(lg, C, SCAN)
             Tm = _chunk_tm(k, G, beta, C, SB, LOG2NB, PREC_QK, PREC_T)
             tl.store(ws_ptr + _ws_off(slot, h, C, NHV), Tm.to(ws_ptr.dtype.element_ty))
-        if WS_P:
-            k = tl.load(k_ptr + qk_off, mask=valid[:, None], other=0.0)
-            lg, beta = _chunk_gates(a_ptr, b_ptr, tok, valid, h, alog, dtb, NHV)
-            q = tl.load(q_ptr + qk_off, mask=valid[:, None], other=0.0)
-            G = _cumsum(lg, C, SCAN)
-            P = _chunk_p(q, k, G, C, PREC_QK)
-            tl.store(wp_ptr + _wp_off(slot, h, F16, C, NHV, NHK, DK), P.to(wp_ptr.dtype.element_ty))
             if F16:
                 if h % (NHV // NHK) == 0:   # one copy per q/k head
-                    kq = wp_ptr + _kq_off(slot, hq, C, NHV, NHK, DK)
-                    tl.store(kq, k.to(tl.float16))
-                    tl.store(kq + C * DK, q.to(tl.float16))
+                    tl.store(wp_ptr + _kq_off(slot, hq, C, NHV, NHK, DK), k.to(tl.float16))
                 gam, dec, egC = _gate_vectors(G)
                 gp = wp_ptr.to(tl.pointer_type(tl.float32)) + _g_off(slot, h, C, NHV, NHK, DK)
                 tl.store(gp + r, gam)
                 tl.store(gp + C + r, beta)
                 tl.store(gp + 2 * C + r, dec)
+        if WS_P:
+            k = tl.load(k_ptr + qk_off, mask=valid[:, None], other=0.0)
+            lg, beta = _chunk_gates(a_ptr, b_ptr, tok, valid, h, alog, dtb, NHV)
+            q = tl.load(q_ptr + qk_off, mask=valid[:, None], other=0.0)
+            P = _chunk_p(q, k, _cumsum(lg, C, SCAN), C, PREC_QK)
+            tl.store(wp_ptr + _wp_off(slot, h, F16, C, NHV, NHK, DK), P.to(wp_ptr.dtype.element_ty))
+            if F16:
+                if h % (NHV // NHK) == 0:
+                    tl.store(wp_ptr + _kq_off(slot, hq, C, NHV, NHK, DK) + C * DK, q.to(tl.float16))
 
 
 # --------------------------------------------------------------------------------------------
@@ -1278,6 +1276,10 @@ def _gdn_fused_kernel(
 # cfg "l2", L2 hints (the prep's k and q loads evict_first, its workspace stores evict_last, the chain's state in and out
 # evict_first): T = 8192 span 96.9 against 94.9 / 93.8 us, the prep 40.2 against 37.4, the chain 55.7 against 56.4 /
 # 55.3. Removed.
+# Round 42 (logs/prefill_sweep_r42.*, at 6312c52, all 100 calls, old and new twice, each in its own process): the
+# split prep's P CTAs writing the fp16 k and q copies and the gate block (the Tm CTAs, the launch's long pole, did k and
+# the gates; 167 registers, still 3 CTAs per SM): 36.76 against 36.94 us on the mean, T = 8192 95.7 / 95.8 against
+# 96.4 / 96.2, T < 512 -0.5, T < 2048 +0.2..+0.3: within what separates two runs of one table elsewhere. Not adopted.
 # B200 (148 SMs, sm_100a): UNMEASURED. The thresholds (16, 32, 64, 180, 1400, 3000 tokens, N = 1/2/3/4/15/24), the
 # V splits and the segment count (3: its first launch has 24 CTAs per head and sequence, 192 for one sequence,
 # within the 264 that fit at once on 132 SMs; 148 SMs fit 296) come from H200 timings only; every entry is
