@@ -548,7 +548,7 @@ ROUNDS["r39"] = [  # (session 23 at 21b338c; result: the bounds change alone ("n
     ("table-a", lambda w: K._pick(w["T"], w["N"]), None, 3000, BIG),
 ]
 _WU = dict(trans=True, wu=True, num_stages=2, wu_block=64)
-ROUNDS["r40"] = [  # (session 24 at 6680df0; result: correct, but 118.8-130.3 us against the table's 93.2 on the
+ROUNDS["r40"] = [  # (session 24 at 6680df0; result: correct, but 118.8-130.3 us against the table's 90.7 on the
                    # mean: the prep 37 -> 63-67 us at 8192/34, the chain 65 -> 63-64 (logs/prefill_timeline_r40.json).
                    # cfg "wu" was taken out of the kernel after it, so a rerun needs 38ced47's kernel.py) cfg "wu": the
                    # prep's Tm half stores W = Tm diag(beta gamma) K and U = Tm diag(beta) V

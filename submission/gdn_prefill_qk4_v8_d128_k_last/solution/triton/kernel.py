@@ -1262,8 +1262,8 @@ def _gdn_fused_kernel(
 # Session 24, same target. Round 40 (logs/prefill_sweep_r40.*, timelines logs/prefill_timeline_r40.json, at 6680df0):
 # cfg "wu", the prep's Tm half storing W = Tm diag(beta gamma) K and U = Tm diag(beta) V (fp16, +32 KB per slot and
 # head) so that the transposed chain computes X = U - W H: two H-dependent dot stages per step instead of three, every
-# left operand from registers. Correct (0 failing elements, state max error 0.00103 against 0.00084), but the two-
-# launch calls from N = 5 took 118.8-130.3 us against the table's 93.2 on the mean; at 8192/34 the prep went from 37 to
+# left operand from registers. Correct (0 failing elements, state max error 0.00103 against 0.00084), but the 19 two-
+# launch calls from N = 5 took 118.8-130.3 us against the table's 90.7 on the mean; at 8192/34 the prep went from 37 to
 # 63-67 us (88 on mma.sync) while the chain went from 65 to 63-64 (06f21bb1: 54 -> 53, c2931c92: 49 -> 48): the step
 # is not bound by its number of dot stages. Its W/U column blocks of 32 on wgmma made an illegal memory access (blocks
 # of 64 or 128 on wgmma, or 32 on mma.sync, did not). Removed. The prep's parts (logs/prefill_prep_diag_r40.json,
