@@ -23,7 +23,8 @@ VARIANTS = {
     "tm_nosolve": [(SOLVE, "            Tm = _mm(k, tl.trans(k), PREC_QK)\n            tl.store(ws_ptr + _ws_off")],
     "no_kq_copy": [("if h % (NHV // NHK) == 0:   # one copy per q/k head", "if h < 0:"),
                    ("                if h % (NHV // NHK) == 0:\n", "                if h < 0:\n")],
-    "no_gates": [("                tl.store(gp + r, gam)\n                tl.store(gp + C + r, beta)\n                tl.store(gp + 2 * C + r, dec)\n", "")],
+    "no_gates": [("                tl.store(gp + r, gam)\n                tl.store(gp + C + r, beta)\n"
+                  "                tl.store(gp + 2 * C + r, dec)\n", "")],
 }
 rows = [json.loads(l)["workload"] for l in open("workloads/workloads/gdn/gdn_prefill_qk4_v8_d128_k_last.jsonl")]
 want = os.environ.get("UUIDS", "5d3fc66a,06f21bb1").split(",")
@@ -41,16 +42,20 @@ for name, subs in VARIANTS.items():
     for w in rows:
         if w["uuid"][:8] not in want:
             continue
-        cu = [int(x) for x in _cu_seqlens(_rng(w["uuid"], "cu_seqlens"), w["axes"]["total_seq_len"], w["axes"]["num_seqs"])]
+        axes = w["axes"]
+        cu = [int(x) for x in _cu_seqlens(_rng(w["uuid"], "cu_seqlens"), axes["total_seq_len"], axes["num_seqs"])]
         inp = make_inputs(cu, seed=5)
         o = torch.empty(cu[-1], 8, 128, dtype=torch.bfloat16, device="cuda")
         ns = torch.empty_like(inp[3])
         cfg = K._pick(cu[-1], len(cu) - 1)
         try:
             calls = profiled_calls(lambda: K._launch(K.ALGO_CHUNK, *inp, 0.0, o, ns, cfg=cfg), flush)
-            d = [statistics.median((c[j].time_range.end - c[j].time_range.start) for c in calls) for j in range(len(calls[0]))]
+            d = [statistics.median(c[j].time_range.end - c[j].time_range.start for c in calls)
+                 for j in range(len(calls[0]))]
         except Exception as e:
             d = [str(e)[:80]]
         out.append(dict(variant=name, uuid=w["uuid"][:8], kernels_us=d))
-        print(f"{name:12s} {w['uuid'][:8]} " + " ".join(f"{x:7.1f}" if isinstance(x, float) else x for x in d), flush=True)
-json.dump(out, open(os.path.join(os.environ.get("OUT", "/tmp"), os.environ.get("NAME", "prefill_prep_diag") + ".json"), "w"), indent=1)
+        print(f"{name:12s} {w['uuid'][:8]} " + " ".join(f"{x:7.1f}" if isinstance(x, float) else x for x in d),
+              flush=True)
+path = os.path.join(os.environ.get("OUT", "/tmp"), os.environ.get("NAME", "prefill_prep_diag") + ".json")
+json.dump(out, open(path, "w"), indent=1)

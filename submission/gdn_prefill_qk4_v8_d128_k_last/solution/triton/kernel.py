@@ -1273,9 +1273,9 @@ def _gdn_fused_kernel(
 # 36.0. The chain in such a call (Nsight Compute, logs/ncu_efff8b5) is latency-bound: 1.8 active warps per scheduler
 # (2 CTAs per SM), DRAM 24 %, L2 35 %, L2 hit rate 42 %.
 # Round 41 (logs/prefill_timeline_r41.json, at 9d0a6aa, the 19 calls from 3028 tokens, table / candidate / table):
-# cfg "l2", L2 hints (the prep's k and q loads evict_first, its workspace stores evict_last, the chain's state in and out
-# evict_first): T = 8192 span 96.9 against 94.9 / 93.8 us, the prep 40.2 against 37.4, the chain 55.7 against 56.4 /
-# 55.3. Removed.
+# cfg "l2", L2 hints (the prep's k and q loads evict_first, its workspace stores evict_last, the chain's state in and
+# out evict_first): T = 8192 span 96.9 against 94.9 / 93.8 us, the prep 40.2 against 37.4, the chain 55.7 against
+# 56.4 / 55.3. Removed.
 # Round 42 (logs/prefill_sweep_r42.*, at 6312c52, all 100 calls, old and new twice, each in its own process): the
 # split prep's P CTAs writing the fp16 k and q copies and the gate block (the Tm CTAs, the launch's long pole, did k and
 # the gates; 167 registers, still 3 CTAs per SM): 36.76 against 36.94 us on the mean, T = 8192 95.7 / 95.8 against
