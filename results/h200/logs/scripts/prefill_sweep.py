@@ -11,8 +11,12 @@ import json, os, statistics, sys, time, traceback
 import torch
 try:
     from flashinfer.testing import bench_gpu_time_with_cupti
-except ImportError:  # CPU smoke run only
-    def bench_gpu_time_with_cupti(fn, **kw):
+except ImportError:
+    if not os.environ.get("SMOKE"):     # a GPU host without the gpu-kit on PYTHONPATH: no timer, no numbers
+        sys.exit("prefill_sweep: flashinfer.testing is not importable (gpu-kit on PYTHONPATH?); SMOKE=1 runs "
+                 "without timing")
+
+    def bench_gpu_time_with_cupti(fn, **kw):   # SMOKE: the calls run, the times are a placeholder
         fn(); return [0.001]
 sys.path.insert(0, "submission/gdn_prefill_qk4_v8_d128_k_last/solution/triton")
 sys.path.insert(0, ".")
