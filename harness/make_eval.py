@@ -221,7 +221,11 @@ def main(argv=None):
                            prepare_jobs=args.prepare_jobs or default_prepare_jobs())
         print(f"{name}: {len(workloads)} workloads x {[s.name for s in sols]}")
         t1, stats = time.time(), {}
-        results = evaluate(dataset, definition, workloads, sols, opts, stats)
+        try:
+            results = evaluate(dataset, definition, workloads, sols, opts, stats)
+        except DataError as exc:    # a damaged input or cache file: named, with what to do
+            print(f"error: {exc}\n  the traces written so far stay in {out}/", file=sys.stderr)
+            return 2
         done = [r for r in results if not r.skipped]
         bad = [r for r in done if r.trace.evaluation.status.value != "PASSED"]
         print(f"{name}: {len(done)} pairs in {time.time() - t1:.0f} s, {len(bad)} not PASSED")

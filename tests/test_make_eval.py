@@ -196,3 +196,19 @@ def test_a_shard_child_evaluates_its_share_only(recorded, tmp_path):
     for name, _, n, _ in recorded:
         assert n == len(shard_workloads(ds.workloads(ds.definition(name)), 1, 2))
     assert sum(n for *_, n, _ in recorded) < 154
+
+
+def test_a_damaged_file_stops_the_pass_with_its_name(recorded, tmp_path, monkeypatch, capsys):
+    """A DataError from the loop (a damaged cache or blob) ends the pass with exit 2 and the file's name, not a
+    traceback; what was written stays."""
+    import harness.evaluate
+    from harness.jsonio import DataError
+
+    def damaged(*a, **k):
+        raise DataError(tmp_path / "reference_latency.json", "invalid JSON", "repair it")
+
+    monkeypatch.setattr(harness.evaluate, "evaluate", damaged)
+    assert make_eval.main(["--out", str(tmp_path), "--no-report"]) == 2
+    err = capsys.readouterr().err
+    assert f"error: {tmp_path / 'reference_latency.json'}: invalid JSON (fix: repair it)" in err
+    assert f"stay in {tmp_path}/" in err

@@ -3,9 +3,11 @@ averaging a subset), and a resumed run takes the figures its traces already hold
 import json
 import math
 
+import pytest
+
 from harness.dataset import Dataset
 from harness.evaluate import EvalOptions, evaluate
-from harness.jsonio import read_jsonl
+from harness.jsonio import DataError, read_jsonl
 from harness.report import write_report
 from harness.runner import TimingConfig
 from harness.solution import Solution
@@ -214,3 +216,14 @@ def test_report_takes_a_reference_latency_from_another_solutions_pass_for_the_sa
         assert math.isnan(per.loc[("c", w.uuid)].reference_us) == (w.uuid not in same)
     rows = summary.set_index("solution")
     assert rows.loc["b"].reference_profiled == len(workloads) and rows.loc["c"].reference_profiled == len(same)
+
+
+@pytest.mark.parametrize("text, error", [('{"k1": 1.0, "k2"', "invalid JSON"), ("[1.0]", "expected an object")])
+def test_a_damaged_cache_is_refused_and_left_as_it_is(tmp_path, text, error):
+    """A cache that does not parse is not taken as empty and overwritten: its timings took GPU minutes."""
+    ds, definition, workloads = _setup(tmp_path)
+    (tmp_path / "ref.json").write_text(text)
+    with pytest.raises(DataError, match=f"ref.json.*{error}.*move it aside"):
+        evaluate(ds, definition, workloads, [Solution.from_json(toy_solution("a", BODY), "a")], _opts(tmp_path))
+    assert (tmp_path / "ref.json").read_text() == text
+    assert not list((tmp_path / "out").rglob("*.jsonl"))       # refused before any pair ran
