@@ -583,9 +583,13 @@ ROUNDS["r42"] = [  # (session 24 at 6312c52; result: 36.76 against 36.94 us on t
     ("old-b", lambda w: K_OLD._pick(w["T"], w["N"]), None, 0, BIG),
     ("table-b", lambda w: K._pick(w["T"], w["N"]), None, 0, BIG),
 ]
-CANDS = ROUNDS[os.environ.get("ROUND", "r42")]
+ROUND = os.environ.get("ROUND", "r42")
+CANDS = ROUNDS[ROUND]
 if os.environ.get("CANDS"):
     CANDS = [c for c in CANDS if c[0] in os.environ["CANDS"].split(",")]
+if any(c[0].startswith("old-") for c in CANDS) and not os.environ.get("OLD_KERNEL"):
+    sys.exit(f"prefill_sweep: round {ROUND}'s old- candidates need OLD_KERNEL (the kernel.py of the commit its comment "
+             "names); CANDS=<names> runs the others")
 
 rows = [json.loads(line) for line in open("workloads/workloads/gdn/gdn_prefill_qk4_v8_d128_k_last.jsonl")]
 wls = []
@@ -659,7 +663,7 @@ for name, cfg, prec, tmin, tmax in CANDS:
     print(f"{name}: {len(per)} wl, mean {statistics.mean(per.values()) if per else 0:.1f} us, regs "
           f"{res.get('regs')} spills {res.get('spills')} smem {res.get('shared')}, fails {fails}, max err out/state {emax}, "
           f"{res['wall_s']} s {res.get('error', '')}", flush=True)
-    json.dump(dict(workloads=wls, results=results), open(f"{OUT}/prefill_sweep_{os.environ.get('ROUND', 'r22')}.json", "w"))
+    json.dump(dict(workloads=wls, results=results), open(f"{OUT}/prefill_sweep_{ROUND}.json", "w"))
 
 # summary: per T bucket, mean of each candidate over the workloads it ran, and the per-workload oracle
 def bucket(T):
