@@ -1201,10 +1201,12 @@ def _gdn_fused_kernel(
 # the 6 others +0.5..+7.3 (not adopted).
 # Round 29 (logs/prefill_sweep_r29.json, at a086746, the 16 calls with T = 8192, once each): the N >= 16 row's chain
 # with 8 warps capped at 128 registers (2 CTAs per SM, 8-10 B of spills) 104.8 -> 117.4 (3 stages) / 119.8 (2), BV64
-# / 8 warps / 128 registers 147.3; the prep capped at 128 registers 104.8 (no change: 3 CTAs per SM either way, its
-# shared memory allows no more). Nsight Compute at a086746 (logs/ncu_a086746, 8192/57): the chain 76 us, 25 % of its
-# warp samples in the code run once per CTA (mostly waiting for the state slice, from DRAM), 68 % in the loop; L1 /
-# shared-memory throughput 72 %, issue slots 25 %; the prep 38 us, 41 % issue, 3 CTAs per SM.
+# / 8 warps / 128 registers 147.3; the prep capped at 128 registers 104.8 (no change; its occupancy was not recorded.
+# Offline at stop 25, today's prep capped at 128: 176 B of spills, 33 KB of shared memory, so room for 4 CTAs per SM
+# against 3: the spills likely cost what a fourth CTA gains). Nsight Compute at a086746 (logs/ncu_a086746, 8192/57):
+# the chain 76 us, 25 % of its warp samples in the code run once per CTA (mostly waiting for the state slice, from
+# DRAM), 68 % in the loop; L1 / shared-memory throughput 72 %, issue slots 25 %; the prep 38 us, 41 % issue, 3 CTAs
+# per SM.
 # Round 30 (logs/prefill_sweep_r30.json, at d0d1121, the 21 calls from 3000 tokens, each candidate in its own
 # process): the untransposed chain with its dots on wgmma (cfg "chain_mma_v3"; offline sm_90 at BV32 with 2 stages:
 # 164 registers, 571 instructions and 32 HGMMA per step against the transposed mma.sync chain's 255, 659 and 128 HMMA
