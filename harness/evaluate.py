@@ -21,7 +21,7 @@ from harness.correctness import Tolerance
 from harness.dataset import append_jsonl, append_trace, extras_path, read_traces, trace_path
 from harness.inputs import check_constraints, load_blobs, materialize
 from harness.isolation import Runner
-from harness.jsonio import DataError, read_json, read_jsonl, write_json_atomic
+from harness.jsonio import read_json_object, read_jsonl, write_json_atomic
 from harness.reference import load_reference, run_reference
 from harness.runner import Job, TimingConfig, official_timing
 from harness.trace import Correctness, Environment, Evaluation, Performance, Status, Trace
@@ -93,17 +93,9 @@ class ReferenceLatencyCache:
 
     def __init__(self, path=CACHE_ROOT / "reference_latency.json"):
         self.path = Path(path)
-        self.data = {}
-        if self.path.exists():     # a damaged file is refused, not started over: its timings took GPU minutes
-            hint = "repair it, or move it aside to start an empty cache (its latencies are then timed again)"
-            try:
-                data = read_json(self.path)
-            except DataError as exc:
-                raise DataError(exc.where, exc.message, hint) from None
-            if not isinstance(data, dict):
-                raise DataError(self.path, f"expected an object of reference latencies, found {type(data).__name__}",
-                                hint)
-            self.data = data
+        # a damaged file is refused, not started over: its timings took GPU minutes
+        self.data = read_json_object(self.path, "reference latencies", "repair it, or move it aside to start an "
+                                     "empty cache (its latencies are then timed again)")
 
     @staticmethod
     def key(*parts):

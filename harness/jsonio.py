@@ -33,6 +33,23 @@ def read_json(path):
         raise DataError(f"{path}:{exc.lineno}", f"invalid JSON: {exc.msg} at column {exc.colno}") from None
 
 
+def read_json_object(path, what, hint=None):
+    """The JSON object in `path`, {} if there is no such file; DataError naming the file if it cannot be read, does
+    not parse or holds something else (`what`: what the object maps, for the message)."""
+    path = Path(path)
+    if not path.exists():
+        return {}
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except OSError as exc:
+        raise DataError(path, f"cannot read file: {exc.strerror}", hint) from None
+    except ValueError as exc:
+        raise DataError(path, f"not valid JSON ({exc})", hint) from None
+    if not isinstance(data, dict):
+        raise DataError(path, f"expected an object of {what}, found {type(data).__name__}", hint)
+    return data
+
+
 def read_jsonl(path, allow_partial_tail=False):
     """(where, object) for each non-blank line; the whole file is parsed before returning.
 

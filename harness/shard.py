@@ -6,7 +6,6 @@ Afterwards the records each copy added (trace, extras and run lines; reference l
 the results folder. The traces keep the GPU model only, as officially, so the report cannot tell the GPUs
 apart; the children's logs say which GPU ran which workloads."""
 import argparse
-import json
 import os
 import shutil
 import subprocess
@@ -15,7 +14,7 @@ import tempfile
 import threading
 from pathlib import Path
 
-from harness.jsonio import DataError, write_json_atomic
+from harness.jsonio import DataError, read_json_object, write_json_atomic
 
 REFERENCE_CACHE = "reference_latency.json"
 
@@ -98,16 +97,12 @@ def merge(out, shard_dirs):
                 added[str(rel)] = added.get(str(rel), 0) + len(lines) - len(old)
     cache = {}
     for path in (folder / REFERENCE_CACHE for folder in [out, *map(Path, shard_dirs)]):
-        if path.exists():
-            try:
-                entries = json.loads(path.read_text())
-            except ValueError as exc:
-                raise DataError(path, f"not valid JSON ({exc}); nothing was merged") from None
-            if not isinstance(entries, dict):
-                raise DataError(path, f"expected an object of reference latencies, found {type(entries).__name__}; "
-                                      "nothing was merged")
-            for key, value in entries.items():
-                cache.setdefault(key, value)
+        try:
+            entries = read_json_object(path, "reference latencies")
+        except DataError as exc:
+            raise DataError(exc.where, f"{exc.message}; nothing was merged") from None
+        for key, value in entries.items():
+            cache.setdefault(key, value)
     for rel in added:   # rewritten whole: a partial last line that a killed run left in `out` goes, as in append_jsonl
         _write_lines(out / rel, merged[Path(rel)])
     if cache:

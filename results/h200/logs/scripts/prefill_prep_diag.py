@@ -6,7 +6,7 @@
 # stored instead of the solved Tm), no_kq_copy (no fp16 copies of k and q), no_gates (no gate block).
 import importlib.util, json, os, statistics, sys
 import torch
-sys.path.insert(0, "."); sys.path.insert(0, "results/h200/logs/scripts")
+sys.path.insert(0, "."); sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from profile_calls import profiled_calls
 from harness.standin import _cu_seqlens, _rng
 from tests.test_prefill_kernel import make_inputs

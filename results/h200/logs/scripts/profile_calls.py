@@ -1,6 +1,6 @@
-# Shared by the prefill diagnostics (prefill_diag3.py, prefill_timeline.py): the kernel records of `reps` calls of
-# one solution, each call after zeroing a flush buffer (cold L2), from torch.profiler; returns one list of kernel
-# events per call, in start order (every call launches the same kernels).
+# Shared by the prefill diagnostics (prefill_diag3.py, prefill_timeline.py, prefill_prep_diag.py): the kernel records
+# of `reps` calls of one solution, each call after zeroing a flush buffer (cold L2), from torch.profiler; returns one
+# list of kernel events per call, in start order (every call launches the same kernels).
 import torch
 from torch.profiler import profile, ProfilerActivity
 
