@@ -1,9 +1,18 @@
-"""Command line: python -m harness eval|... (see README.md)."""
+"""gdn-harness: one command line for every job (`gdn-harness SUBCOMMAND`, or `python -m harness SUBCOMMAND`).
+
+  eval      evaluate solutions on workloads (traces in the official layout, a table, exit 1 if any pair fails)
+  compare   the same, then ratios to a base solution per workload and per batch size / T bucket
+  full      what `make eval` runs: our submission, the FlashInfer baseline and our extras on every workload
+  bench     the harness benchmark: `full` for ours + the baseline in a fresh folder, timed
+  report    merge the traces of one or more output folders into one report
+  package   submission/ (one starter-kit folder per definition) -> contest solution.json files
+
+Every evaluating subcommand takes the same options with the same defaults (see `SUBCOMMAND --help`)."""
 import argparse
 import sys
 from pathlib import Path
 
-from harness.correctness import DEFAULT_ATOL, DEFAULT_MATCHED_RATIO, DEFAULT_RTOL, Tolerance
+from harness.correctness import DEFAULT_ATOL, DEFAULT_MATCHED_RATIO, DEFAULT_RTOL
 from harness.jsonio import DataError
 
 
@@ -15,6 +24,16 @@ def positive_int(text):
         value = 0
     if value < 1:
         raise argparse.ArgumentTypeError(f"expected a whole number >= 1, got {text!r}")
+    return value
+
+
+def non_negative_int(text):
+    try:
+        value = int(text)
+    except ValueError:
+        value = -1
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"expected a whole number >= 0, got {text!r}")
     return value
 
 
@@ -41,58 +60,120 @@ def select_workloads(workloads, selector):
     return [workloads[i] for i in picked if not (i in seen or seen.add(i))]
 
 
-def _eval_args(p):
-    p.add_argument("--definition", required=True, help="definition name, e.g. gdn_decode_qk4_v8_d128_k_last")
-    p.add_argument("--workloads", default="all", help="indices, ranges and uuids: '0-2', '0,5', 'abcd1234'")
-    p.add_argument("--dataset", default=None, help="dataset root (default: the repo's workloads/)")
-    p.add_argument("--device", default=None, help="cuda or cpu (default: cuda if available)")
-    p.add_argument("--out", default=None, help="output folder for traces (default: results/local)")
-    p.add_argument("--resume", action="store_true", help="skip pairs that already have a trace in --out")
+def _selection_options(p):
+    p.add_argument("--definition", action="append", metavar="NAME",
+                   help="definition to evaluate (repeatable; default: every definition the solutions are for)")
+    p.add_argument("--workloads", default="all", metavar="SELECTOR",
+                   help="indices, ranges and uuid prefixes per definition: '0-2', '0,5', 'abcd1234' (default: all)")
+    p.add_argument("--dataset", default=None, metavar="DIR", help="dataset root (default: the repo's workloads/)")
+    p.add_argument("--out", default=None, metavar="DIR", help="output folder (traces/, harness/, report/)")
+    p.add_argument("--quiet", action="store_true", help="no progress bar")
+
+
+def _run_options(p):
+    """The options of every evaluating subcommand: one name, one meaning, one default."""
+    _selection_options(p)
+    p.add_argument("--device", default=None, help="cuda or cpu (default: cuda if one is visible)")
+    p.add_argument("--isolation", choices=["worker", "process", "none"], default="worker",
+                   help="worker (default): one persistent child per solution, restarted after a crash; process: "
+                        "a fresh child per pair, as officially (slower); none: in this process (debugging)")
+    p.add_argument("--resume", action=argparse.BooleanOptionalAction, default=True,
+                   help="skip pairs already traced in --out for the same solution content (default: on); "
+                        "--no-resume evaluates them again and moves their earlier traces to <out>/stale/")
+    p.add_argument("--timer", choices=["auto", "cupti", "events"], default="auto",
+                   help="CUDA timer: auto/cupti is the official CUPTI span; 'events' is not official and is "
+                        "labelled so")
+    p.add_argument("--warmup", type=non_negative_int, help="warmup calls (default: official; 0 on the CPU)")
+    p.add_argument("--iterations", type=positive_int, help="timed calls per trial (default: official; 1 on the CPU)")
+    p.add_argument("--trials", type=positive_int, help="trials (default: official 3; 1 on the CPU)")
     p.add_argument("--timeout", type=float, default=300.0, help="seconds per pair, build included (default 300)")
-    p.add_argument("--atol", type=float, default=DEFAULT_ATOL)
-    p.add_argument("--rtol", type=float, default=DEFAULT_RTOL)
-    p.add_argument("--required-matched-ratio", type=float, default=DEFAULT_MATCHED_RATIO)
-    p.add_argument("--warmup", type=int, help="override the official warmup calls")
-    p.add_argument("--iterations", type=int, help="override the official timed iterations")
-    p.add_argument("--trials", type=int, help="override the official trials")
-    p.add_argument("--no-profile-baseline", action="store_true", help="do not time the reference")
-    p.add_argument("--reference-output-cache", action="store_true",
-                   help="keep each workload's inputs and reference outputs in .cache/payloads/ and reuse them in "
-                        "later runs (keyed by definition, workload, input bytes, seed, GPU model, torch version)")
+    p.add_argument("--atol", type=float, default=DEFAULT_ATOL, help=f"absolute tolerance (default {DEFAULT_ATOL})")
+    p.add_argument("--rtol", type=float, default=DEFAULT_RTOL, help=f"relative tolerance (default {DEFAULT_RTOL})")
+    p.add_argument("--required-matched-ratio", type=float, default=DEFAULT_MATCHED_RATIO,
+                   help=f"fraction of elements within tolerance (default {DEFAULT_MATCHED_RATIO})")
+    p.add_argument("--reference-timing", choices=["quick", "official"], default="quick",
+                   help="quick (default): the prefill reference (a slow Python loop) is timed with 1 trial of 1 "
+                        "iteration; official: as the solutions")
+    p.add_argument("--no-profile-baseline", action="store_true", help="do not time the reference (no speedups)")
     p.add_argument("--reference-budget", type=float, default=None, metavar="SECONDS",
                    help="stop timing uncached references after this many seconds (the rest: not profiled)")
-    p.add_argument("--prepare-jobs", type=positive_int, default=1, metavar="N",
-                   help="make inputs and reference outputs in N processes before timing starts (default 1: one "
-                        "workload at a time, inside the loop)")
-    p.add_argument("--isolation", choices=["process", "worker", "none"], default="process",
-                   help="process: fresh subprocess per pair (official); worker: one persistent child")
-    p.add_argument("--timer", choices=["auto", "cupti", "events"], default="auto",
-                   help="CUDA timer; 'events' is not the official timer and is labelled so")
-    p.add_argument("--seed", type=int, default=0, help="seed for random inputs (recorded)")
+    p.add_argument("--reference-output-cache", action=argparse.BooleanOptionalAction, default=True,
+                   help="keep inputs and reference outputs in .cache/payloads/ for later runs (default: on; keyed "
+                        "by definition, workload, input bytes, seed, GPU model and torch version)")
+    p.add_argument("--prepare-jobs", type=positive_int, default=None, metavar="N",
+                   help="processes making inputs and reference outputs before timing starts (default on CUDA: half "
+                        "the cores, at most 8; 1 on the CPU: one workload at a time inside the loop)")
+    p.add_argument("--prestart", type=non_negative_int, default=None, metavar="N",
+                   help="--isolation process: children started ahead and kept idle (default on CUDA: half the "
+                        "cores, at most 8; 1 on the CPU)")
+    p.add_argument("--seed", type=int, default=0, help="seed for random inputs (recorded; default 0)")
     p.add_argument("--strict", action="store_true",
                    help="fail (INCORRECT_NUMERICAL) a solution that is wrong on fresh inputs after timing")
-    p.add_argument("--quiet", action="store_true", help="no progress bar")
-    p.add_argument("--prestart", type=int, default=None,
-                   help="child processes started ahead and kept idle (default on CUDA: half the cores, at most 8; 1 on CPU)")
+    p.add_argument("--exit-zero", action="store_true",
+                   help="exit 0 even when pairs are not PASSED (default: exit 1; for scripts)")
 
 
-def _setup(args, solution_args):
-    """Dataset, definition, workloads, solutions and options shared by eval and compare."""
+def _solution_option(p, required=True):
+    p.add_argument("--solution", action="append", required=required, metavar="SOL",
+                   help="a solution .json, a starter-kit folder, a dataset root, or a built-in name: reference, "
+                        "ours (submission/), baseline (FlashInfer), fla, gdn-harness (our extras) (repeatable)")
+
+
+def build_parser():
+    parser = argparse.ArgumentParser(prog="gdn-harness", description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    sub = parser.add_subparsers(dest="command", required=True, metavar="SUBCOMMAND")
+    p = sub.add_parser("eval", help="evaluate solutions on workloads")
+    _solution_option(p)
+    _run_options(p)
+    p.set_defaults(func=cmd_eval, default_out="results/local")
+    p = sub.add_parser("compare", help="several solutions in one run, with ratios to a base")
+    _solution_option(p)
+    _run_options(p)
+    p.add_argument("--base", help="solution name the ratios are taken to (default: the first)")
+    p.set_defaults(func=cmd_compare, default_out="results/compare")
+    p = sub.add_parser("full", help="what `make eval` runs: ours + the FlashInfer baseline (+ extras), every workload")
+    _run_options(p)
+    p.add_argument("--peers", action="store_true", help="also the other authors' solutions in the dataset (FLA)")
+    p.add_argument("--no-extras", action="store_true", help="only ours and the baseline (not the prefill ablation)")
+    p.add_argument("--no-report", action="store_true", help="write no report/ and compare/")
+    from harness.shard import parse_shard
+    p.add_argument("--gpus", type=positive_int, default=1, metavar="N",
+                   help="spread the workloads over the first N visible GPUs of this host, one child each")
+    p.add_argument("--shard", type=parse_shard, default=None, metavar="K/N",
+                   help="evaluate only share K of N of the selected workloads (what --gpus gives each child)")
+    p.set_defaults(func=cmd_full, default_out=None)
+    p = sub.add_parser("bench", help="the harness benchmark: ours + baseline in a fresh folder, wall time")
+    _selection_options(p)
+    p.add_argument("--timer", choices=["auto", "cupti", "events"], default="auto", help="as for eval")
+    p.add_argument("--prepare-jobs", type=positive_int, default=None, metavar="N", help="as for eval")
+    p.set_defaults(func=cmd_bench, default_out=None)
+    p = sub.add_parser("report", help="merge the traces of one or more output folders into one report")
+    p.add_argument("runs", nargs="+", metavar="DIR", help="output folders of earlier runs (each holds traces/)")
+    p.add_argument("--definition", action="append", metavar="NAME",
+                   help="definition to report (repeatable; default: every definition with traces)")
+    p.add_argument("--dataset", default=None, metavar="DIR")
+    p.add_argument("--out", required=True, metavar="DIR")
+    p.add_argument("--allow-mixed-timers", action="store_true", help="merge runs timed differently (labelled)")
+    p.add_argument("--base", action="append", default=[],
+                   help="also write compare/<definition>.md with ratios to this solution (repeatable)")
+    p.set_defaults(func=cmd_report)
+    p = sub.add_parser("package", help="submission/ -> <out>/<definition>/solution.json")
+    p.add_argument("--submission", default=None, metavar="DIR",
+                   help="folder of starter-kit folders, one per definition (default: the repo's submission/)")
+    p.add_argument("--out", default=None, metavar="DIR", help="output folder (default: results/package)")
+    p.set_defaults(func=cmd_package)
+    return parser
+
+
+def _dataset(args):
+    from harness.dataset import Dataset
+    return Dataset(args.dataset) if args.dataset else Dataset()
+
+
+def _device(args):
     import torch
 
-    from harness.dataset import Dataset
-    from harness.evaluate import EvalOptions
-    from harness.builders import CACHE_ROOT
-    from harness.runner import TimingConfig, official_timing
-    from harness.solution_loader import resolve
-
-    dataset = Dataset(args.dataset) if args.dataset else Dataset()
-    definition = dataset.definition(args.definition)
-    workloads = select_workloads(dataset.workloads(definition), args.workloads)
-    solutions = [s for arg in solution_args for s in resolve(arg, definition, dataset)]
-    names = [s.name for s in solutions]
-    if len(set(names)) != len(names):
-        raise DataError("--solution", f"two solutions share a name: {names}")
     device = args.device or ("cuda" if torch.cuda.is_available() else "cpu")
     if device.startswith("cuda") and not torch.cuda.is_available():
         raise DataError("--device", "CUDA is not available on this machine", "use --device cpu")
@@ -102,76 +183,123 @@ def _setup(args, solution_args):
             resolve_timer(args.timer)
         except Exception as exc:
             raise DataError("--timer", str(exc)) from None
+    return device
+
+
+def _plans(dataset, args):
+    """[(definition, workloads, solutions)] for eval/compare: the named definitions, else every definition
+    the named solutions are for (a built-in name stands for every definition)."""
+    from harness.solution_loader import resolve, definitions_of
+
+    names = args.definition or definitions_of(args.solution, dataset)
+    plans = []
+    for name in names:
+        definition = dataset.definition(name)
+        solutions = [s for arg in args.solution for s in resolve(arg, definition, dataset, strict=bool(args.definition))]
+        if not solutions:
+            continue
+        taken = [s.name for s in solutions]
+        if len(set(taken)) != len(taken):
+            raise DataError("--solution", f"two solutions share a name on {name}: {taken}",
+                            "rename one ([solution] name in its config.toml, or 'name' in its JSON)")
+        plans.append((definition, select_workloads(dataset.workloads(definition), args.workloads), solutions))
+    return plans
+
+
+def run_options(args, device, definition, out):
+    """EvalOptions for one definition from the shared options."""
+    from harness.builders import CACHE_ROOT
+    from harness.evaluate import EvalOptions, default_prepare_jobs
+    from harness.correctness import Tolerance
+    from harness.runner import TimingConfig, official_timing, reference_quick
+
+    cpu = not device.startswith("cuda")
     official = official_timing(definition.name)
-    timing = TimingConfig(args.warmup if args.warmup is not None else official.warmup,
-                          args.iterations if args.iterations is not None else official.iters,
-                          args.trials if args.trials is not None else official.trials)
-    opts = EvalOptions(device=device, out_dir=Path(args.out or "results/local"), timeout=args.timeout,
-                       tolerance=Tolerance(args.atol, args.rtol, args.required_matched_ratio), timing=timing,
-                       profile_baseline=not args.no_profile_baseline, resume=args.resume, seed=args.seed,
-                       isolation=args.isolation, timer=args.timer, show_progress=not args.quiet,
-                       strict=args.strict, prestart=args.prestart,
-                       reference_budget_s=args.reference_budget, prepare_jobs=args.prepare_jobs,
-                       payload_cache=CACHE_ROOT / "payloads" if args.reference_output_cache else None)
-    return dataset, definition, workloads, solutions, opts
+    pick = lambda given, gpu_default, cpu_default: given if given is not None else (  # noqa: E731
+        cpu_default if cpu else gpu_default)
+    timing = TimingConfig(pick(args.warmup, official.warmup, 0), pick(args.iterations, official.iters, 1),
+                          pick(args.trials, official.trials, 1))
+    quick = args.reference_timing == "quick" and not cpu
+    return EvalOptions(
+        device=device, out_dir=Path(out), timeout=args.timeout,
+        tolerance=Tolerance(args.atol, args.rtol, args.required_matched_ratio), timing=timing,
+        reference_timing=reference_quick(definition.name) if quick else None,
+        profile_baseline=not args.no_profile_baseline, resume=args.resume, seed=args.seed,
+        isolation=args.isolation, timer=args.timer, show_progress=not args.quiet, strict=args.strict,
+        prestart=args.prestart, reference_cache=Path(out) / "reference_latency.json",
+        reference_budget_s=args.reference_budget,
+        payload_cache=CACHE_ROOT / "payloads" if args.reference_output_cache else None,
+        prepare_jobs=args.prepare_jobs or (1 if cpu else default_prepare_jobs()))
 
 
-def _run(dataset, definition, workloads, solutions, opts):
-    from harness.evaluate import DEVIATIONS, PAYLOAD_CACHE_NOTE, evaluate, summary_table
+def _evaluate_plans(args):
+    from harness.evaluate import print_differences, run_definition
 
-    print(f"definition {definition.name}: {len(workloads)} workloads x {len(solutions)} solutions on {opts.device}; "
-          f"traces -> {opts.out_dir}/traces/")
-    print("deliberate differences from the official evaluator:")
-    for d in DEVIATIONS:
-        print(f"  - {d}")
-    if opts.payload_cache:
-        print(f"  - {PAYLOAD_CACHE_NOTE}: {opts.payload_cache}")
-    if not opts.device.startswith("cuda"):
-        print("  - CPU device: latencies are wall-clock and NOT official figures")
-    results = evaluate(dataset, definition, workloads, solutions, opts)
-    print(summary_table(results))
-    done = [r for r in results if not r.skipped]
-    failed = [r for r in done if r.trace.evaluation.status.value != "PASSED"]
-    inputs = sorted({r.trace.evaluation.environment.libs.get("inputs", "?") for r in done})
-    print(f"{len(done)} pairs evaluated ({len(results) - len(done)} skipped by --resume), "
-          f"{len(done) - len(failed)} PASSED, {len(failed)} not; inputs: {', '.join(inputs) or '-'}")
-    return results
+    dataset = _dataset(args)
+    plans = _plans(dataset, args)
+    if not plans:
+        raise DataError("--solution", "no solution for the chosen definitions")
+    device = _device(args)
+    out = Path(args.out or args.default_out)
+    results = []
+    for i, (definition, workloads, solutions) in enumerate(plans):
+        opts = run_options(args, device, definition, out)
+        if i == 0:
+            print_differences(opts)
+        results += run_definition(dataset, definition, workloads, solutions, opts)
+    return dataset, plans, out, results
+
+
+def exit_status(results, args):
+    """1 when a pair evaluated in this run is not PASSED (unless --exit-zero), else 0."""
+    from harness.evaluate import not_passed
+    return 0 if args.exit_zero or not not_passed(results) else 1
 
 
 def cmd_eval(args):
-    _run(*_setup(args, args.solution))
-    return 0
+    _, _, _, results = _evaluate_plans(args)
+    return exit_status(results, args)
 
 
 def cmd_compare(args):
     from harness.compare import write_comparison
 
-    if len(args.solutions) < 2:
-        raise DataError("compare", "name at least two solutions")
-    dataset, definition, workloads, solutions, opts = _setup(args, args.solutions)
-    base = args.base or solutions[0].name
-    if base not in {s.name for s in solutions}:
-        raise DataError("--base", f"{base!r} is not one of {[s.name for s in solutions]}")
-    _run(dataset, definition, workloads, solutions, opts)
-    out, summary, buckets = write_comparison(opts.out_dir, definition, base)
-    print(summary.to_string(index=False))
-    print(buckets.to_string(index=False))
-    print(f"comparison report: {out}/{definition.name}.md")
-    return 0
+    dataset, plans, out, results = _evaluate_plans(args)
+    for definition, _, solutions in plans:
+        if len(solutions) < 2:
+            raise DataError("compare", f"{definition.name}: name at least two solutions")
+        base = args.base or solutions[0].name
+        if base not in {s.name for s in solutions}:
+            raise DataError("--base", f"{base!r} is not one of {[s.name for s in solutions]}")
+        cmp_dir, summary, buckets = write_comparison(out, definition, base)
+        print(summary.to_string(index=False))
+        print(buckets.to_string(index=False))
+        print(f"comparison report: {cmp_dir}/{definition.name}.md")
+    return exit_status(results, args)
+
+
+def cmd_full(args):
+    from harness.make_eval import run_full
+    return run_full(args, argv=args.argv)
+
+
+def cmd_bench(args):
+    from harness.make_eval import run_bench
+    return run_bench(args)
 
 
 def cmd_report(args):
-    from harness.dataset import Dataset
     from harness.report import load_rows, write_report
 
-    dataset = Dataset(args.dataset) if args.dataset else Dataset()
-    definitions = [dataset.definition(n) for n in args.definition]
+    dataset = _dataset(args)
     for run in args.runs:
         if not (Path(run) / "traces").is_dir():
             raise DataError(run, "no traces/ folder: not an output folder of the harness")
+    definitions = [dataset.definition(n) for n in (args.definition or sorted(dataset.definitions))]
     df = load_rows(args.runs, definitions)
     if df.empty:
         raise DataError(", ".join(args.runs), "holds no traces for these definitions")
+    definitions = [d for d in definitions if d.name in set(df.definition)]
     timers = sorted(set(df.timer[df.latency_us.notna()]))  # failed pairs were not timed
     if len(timers) > 1 and not args.allow_mixed_timers:
         raise DataError("report", f"these runs used different timers {timers}; their figures are not comparable",
@@ -190,35 +318,21 @@ def cmd_report(args):
     return 0
 
 
+def cmd_package(args):
+    from harness.package import main as package_main
+    argv = [*(["--submission", args.submission] if args.submission else []), *(["--out", args.out] if args.out else [])]
+    return package_main(argv)
+
+
 def main(argv=None):
-    parser = argparse.ArgumentParser(prog="python -m harness", description=__doc__)
-    sub = parser.add_subparsers(dest="command", required=True)
-    p = sub.add_parser("eval", help="evaluate solutions on a definition's workloads")
-    _eval_args(p)
-    p.add_argument("--solution", action="append", required=True,
-                   help="solution .json, starter-kit folder, dataset root, or reference / ours / baseline (repeatable)")
-    p.set_defaults(func=cmd_eval)
-    p = sub.add_parser("compare", help="several solutions in one run, interleaved per workload, with ratios")
-    _eval_args(p)
-    p.add_argument("solutions", nargs="+", help="solution .json, starter-kit folder, dataset root, or a built-in name")
-    p.add_argument("--base", help="solution name the ratios are taken to (default: the first)")
-    p.set_defaults(func=cmd_compare)
-    p = sub.add_parser("report", help="merge the traces of one or more runs (machines) into one report")
-    p.add_argument("runs", nargs="+", help="output folders of earlier runs (each holds traces/)")
-    p.add_argument("--definition", action="append", required=True)
-    p.add_argument("--dataset", default=None)
-    p.add_argument("--out", required=True)
-    p.add_argument("--allow-mixed-timers", action="store_true", help="merge runs timed differently (labelled)")
-    p.add_argument("--base", action="append", default=[],
-                   help="also write compare/<definition>.md with ratios to this solution (repeatable; used for the "
-                        "definitions whose traces hold it)")
-    p.set_defaults(func=cmd_report)
-    args = parser.parse_args(argv)
+    argv = sys.argv[1:] if argv is None else list(argv)
+    args = build_parser().parse_args(argv)
+    args.argv = argv[1:]   # after the subcommand: what a --gpus child is handed
     try:
         return args.func(args)
     except DataError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
-        print("interrupted: traces written so far are kept; rerun with --resume to continue", file=sys.stderr)
+        print("interrupted: traces written so far are kept; run the same command again to resume", file=sys.stderr)
         return 130

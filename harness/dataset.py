@@ -80,12 +80,16 @@ def append_trace(path, trace):
 
 
 def append_jsonl(path, obj):
-    """Append one line atomically (one write under an exclusive lock, then fsync).
+    append_jsonl_text(path, dumps(obj) + "\n")
+
+
+def append_jsonl_text(path, line):
+    """Append one line (text ending in a newline) atomically: one write under an exclusive lock, then fsync.
 
     A line cut short by a killed writer is removed first, so the file stays valid JSONL."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    line = (dumps(obj) + "\n").encode()
+    line = line.encode()
     fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_APPEND, 0o644)
     try:
         fcntl.flock(fd, fcntl.LOCK_EX)

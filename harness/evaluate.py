@@ -18,10 +18,11 @@ from tqdm import tqdm
 from harness import environment
 from harness.builders import CACHE_ROOT
 from harness.correctness import Tolerance
-from harness.dataset import append_jsonl, append_trace, extras_path, read_traces, trace_path
+from harness.dataset import append_jsonl, append_jsonl_text, append_trace, extras_path, read_traces, trace_path
 from harness.inputs import check_constraints, load_blobs, materialize
 from harness.isolation import Runner
-from harness.jsonio import read_json_object, read_jsonl, write_json_atomic
+from harness.precheck import static_problem
+from harness.jsonio import read_json_object, read_jsonl, write_json_atomic, write_text_atomic
 from harness.reference import load_reference, run_reference
 from harness.runner import Job, TimingConfig, official_timing
 from harness.trace import Correctness, Environment, Evaluation, Performance, Status, Trace
@@ -41,6 +42,29 @@ DEVIATIONS = [
 PAYLOAD_CACHE_NOTE = ("reference outputs are reused from an earlier run with the same definition, workload, input "
                       "bytes, seed, GPU model and torch version (the payload cache); the official harness recomputes "
                       "them every run")
+
+
+def print_differences(opts):
+    """The deliberate differences from the official evaluator that apply to a run, printed at its start."""
+    timing = opts.timing
+    notes = list(DEVIATIONS)
+    if opts.payload_cache:
+        notes.append(f"{PAYLOAD_CACHE_NOTE}: {opts.payload_cache}")
+    if opts.isolation == "worker":
+        notes.append("each solution runs in one persistent child (restarted after a crash), not a fresh process per "
+                     "pair; --isolation process for the official mode")
+    if opts.reference_timing:
+        notes.append("the prefill reference is timed with 1 trial of 1 iteration (its Python loop is slow); "
+                     "--reference-timing official times it as the solutions")
+    if not opts.device.startswith("cuda"):
+        notes.append("CPU device: a correctness check; latencies are wall-clock and NOT official, so no speedups "
+                     "or scores are shown")
+        if timing is not None:
+            notes.append(f"CPU device: {timing.warmup} warmup, {timing.iters} timed call(s) per trial, "
+                         f"{timing.trials} trial(s) (pass --warmup/--iterations/--trials for more)")
+    print("deliberate differences from the official evaluator:")
+    for note in notes:
+        print(f"  - {note}")
 
 
 @dataclass
@@ -73,6 +97,20 @@ class PairResult:
     trace: Trace
     warnings: list = field(default_factory=list)
     skipped: bool = False
+    trace_file: Path | None = None
+
+
+def not_passed(results):
+    """The pairs evaluated (not skipped) whose status is not PASSED."""
+    return [r for r in results if not r.skipped and r.trace.evaluation.status != Status.PASSED]
+
+
+def solution_digest(solution):
+    """What resume and the traces key a solution by: its spec and sources (not its name, author or
+    description), so an edited solution is evaluated again and two different ones under one name differ."""
+    body = {"definition": solution.definition, "spec": solution.spec.to_json(),
+            "sources": [[s.path, s.content] for s in solution.sources]}
+    return hashlib.sha256(json.dumps(body, sort_keys=True).encode()).hexdigest()[:16]
 
 
 def _now():
@@ -314,12 +352,57 @@ def reference_record(workload, ref_ms, opts, provenance, label, seconds):
 
 
 def done_pairs(out_dir, solutions, definition):
+    """(name, uuid) of the pairs traced in out_dir for the same solution content."""
     done = set()
     for sol in solutions:
+        digest = solution_digest(sol)
         for tr in read_traces(trace_path(out_dir, sol.author, definition.op_type, definition.name)):
-            if tr.solution == sol.name and tr.evaluation is not None:
+            if tr.solution == sol.name and tr.evaluation is not None \
+                    and tr.evaluation.environment.libs.get("solution_digest") == digest:
                 done.add((sol.name, tr.workload.uuid))
     return done
+
+
+def stale_path(out_root, author, op_type, definition_name):
+    """Where traces that no longer describe their solution go: out of traces/, so no report reads them."""
+    return Path(out_root) / "stale" / author / op_type / f"{definition_name}.jsonl"
+
+
+def retire_traces(out_dir, definition, solutions, workloads, resume):
+    """Move out of traces/ every trace of these solutions that a report must not read: those written for other
+    content under the same name (an edited solution, or another one named alike) and, without resume, those of the
+    pairs about to be evaluated again. They go to <out>/stale/ (appended there first, so nothing is lost if this is
+    killed); returns {solution name: (traces of other content, traces replaced)}."""
+    uuids = {w.uuid for w in workloads}
+    moved = {}
+    for author in sorted({s.author for s in solutions}):
+        path = trace_path(out_dir, author, definition.op_type, definition.name)
+        if not path.exists():
+            continue
+        digests = {s.name: solution_digest(s) for s in solutions if s.author == author}
+        keep, retire = [], []
+        text = path.read_text(encoding="utf-8")
+        for line in text[: text.rfind("\n") + 1].splitlines(keepends=True):
+            obj = json.loads(line) if line.strip() else {}
+            name = obj.get("solution")
+            if name not in digests or not obj.get("evaluation"):
+                keep.append(line)
+                continue
+            other = (obj["evaluation"].get("environment") or {}).get("libs", {}).get("solution_digest") != digests[name]
+            again = not resume and obj["workload"]["uuid"] in uuids
+            if other or again:
+                retire.append(line)
+                counts = moved.setdefault(name, [0, 0])
+                counts[0 if other else 1] += 1
+            else:
+                keep.append(line)
+        if not retire:
+            continue
+        stale = stale_path(out_dir, author, definition.op_type, definition.name)
+        for line in retire:
+            append_jsonl_text(stale, line)
+        write_text_atomic(path, "".join(keep))
+    return {k: tuple(v) for k, v in moved.items()}
 
 
 def make_trace(definition, workload, solution, outcome, log, ref_ms, env):
@@ -347,7 +430,22 @@ def evaluate(dataset, definition, workloads, solutions, opts, stats=None):
     """Evaluate solutions on workloads, interleaved per workload. Returns PairResults in order; `stats`
     (a dict, if given) receives the run's own times: parallel preparation, reference timing, whole loop."""
     out_dir = Path(opts.out_dir)
+    for name, (other, again) in retire_traces(out_dir, definition, solutions, workloads, opts.resume).items():
+        where = stale_path(out_dir, "<author>", definition.op_type, definition.name)
+        if other:
+            print(f"{definition.name}: {name}: {other} trace(s) in {out_dir} were written for other content under "
+                  f"this name (edited since, or another solution named alike): moved to {where}; evaluated again")
+        if again:
+            print(f"{definition.name}: {name}: {again} earlier trace(s) of the pairs evaluated again (--no-resume) "
+                  f"moved to {where}")
     done = done_pairs(out_dir, solutions, definition) if opts.resume else set()
+    rejected = {}
+    for sol in solutions:
+        problem = static_problem(sol, definition)
+        if problem and any((sol.name, w.uuid) not in done for w in workloads):
+            rejected[sol.name] = problem
+            print(f"{definition.name}: {sol.name}: COMPILE_ERROR on every workload, found in its sources before "
+                  f"any child started: {problem}")
     cache = ReferenceLatencyCache(opts.reference_cache) if opts.reference_cache else ReferenceLatencyCache()
     results = []
     ref_cfg = reference_config(definition, opts)
@@ -371,7 +469,7 @@ def evaluate(dataset, definition, workloads, solutions, opts, stats=None):
         late = unprofiled_workloads(out_dir, solutions, definition) if opts.resume and opts.profile_baseline else set()
         with Runner(opts.isolation, opts.device, opts.timeout, opts.prestart) as runner:
             ref_spent, ref_skipped = _loop(dataset, definition, workloads, solutions, opts, done, cache, runner,
-                                           cache_dir, prepared, bar, results, ref_timing_label, late)
+                                           cache_dir, prepared, bar, results, ref_timing_label, late, rejected)
         bar.close()
     if stats is not None:
         stats.update(reference_timing_s=round(ref_spent, 3), loop_s=round(time.monotonic() - run_start, 3),
@@ -400,10 +498,10 @@ def _time_late_reference(dataset, definition, workload, opts, cache, ref_timing_
 
 
 def _loop(dataset, definition, workloads, solutions, opts, done, cache, runner, cache_dir, prepared, bar, results,
-          ref_timing_label, late):
+          ref_timing_label, late, rejected):
     """The per-workload loop of evaluate(): returns (seconds spent timing references, references not timed).
     `late`: workloads whose earlier traces lack a reference latency; timed here (budget permitting) and
-    recorded in the extras."""
+    recorded in the extras. `rejected`: {solution name: why its build fails}, traced without a child."""
     ref_spent, ref_skipped = 0.0, 0
     out_dir = Path(opts.out_dir)
     tty = sys.stderr.isatty()
@@ -438,18 +536,24 @@ def _loop(dataset, definition, workloads, solutions, opts, done, cache, runner, 
             job = Job(definition.to_json(), sol.to_json(), workload.to_json(), str(path), opts.device,
                       opts.tolerance, timing, opts.timer, strict=opts.strict)
             pair_start = time.monotonic()
-            outcome, log = runner.run(job)
+            if sol.name in rejected:
+                outcome, log = {"status": Status.COMPILE_ERROR.value, "message": rejected[sol.name]}, ""
+            else:
+                outcome, log = runner.run(job)
             wall_s = time.monotonic() - pair_start
             libs = dict(environment.libs(opts.device))
             libs["inputs"] = provenance["inputs"]
             libs["input_digest"] = provenance["digest"]
+            libs["solution_digest"] = solution_digest(sol)
             if outcome.get("timer"):
                 libs["timer"] = outcome["timer"]
             env = Environment(environment.hardware(opts.device), libs)
             trace = make_trace(definition, workload, sol, outcome, log, ref_ms, env)
-            append_trace(trace_path(out_dir, sol.author, definition.op_type, definition.name), trace)
+            trace_file = trace_path(out_dir, sol.author, definition.op_type, definition.name)
+            append_trace(trace_file, trace)
             append_jsonl(extras_path(out_dir, definition.name), {
                 "solution": sol.name, "author": sol.author, "workload": workload.uuid,
+                "solution_digest": libs["solution_digest"],
                 "status": outcome["status"], "latency_ms": outcome.get("latency_ms"),
                 "event_ms": outcome.get("event_ms"), "timer": outcome.get("timer"),
                 "reference_latency_ms": ref_ms,
@@ -459,7 +563,7 @@ def _loop(dataset, definition, workloads, solutions, opts, done, cache, runner, 
                 "reference_s": round(reference_s, 3),
                 "parallel_prepare_s": (round(prepared[workload.uuid], 3) if workload.uuid in prepared
                                        else None)})
-            res = PairResult(workload, sol, trace, outcome.get("warnings", []))
+            res = PairResult(workload, sol, trace, outcome.get("warnings", []), trace_file=trace_file)
             results.append(res)
             bar.update(1)
             bar.set_postfix_str(f"{sol.name}: {outcome['status']}", refresh=tty)
@@ -476,8 +580,14 @@ def fmt_float(x, spec=".3g"):
     return format(x, spec)
 
 
+def _official(trace):
+    """Whether a trace's latency is from a GPU timer (a CPU wall clock gives no official figure)."""
+    from harness.timing import CPU_LABEL
+    return trace.evaluation.environment.libs.get("timer") != CPU_LABEL
+
+
 def summary_table(results):
-    """The per-workload table printed at the end of a run."""
+    """The per-workload table printed at the end of a run ('-' for speedups not officially timed)."""
     rows = [f"{'#':>3} {'workload':<10} {'axes':<40} {'solution':<22} {'status':<20} {'max_abs':>9} {'max_rel':>9} "
             f"{'lat_ms':>9} {'speedup':>8}"]
     for i, r in enumerate(results):
@@ -485,10 +595,52 @@ def summary_table(results):
             continue
         ev = r.trace.evaluation
         c, p = ev.correctness, ev.performance
+        speedup = p.speedup_factor if p and _official(r.trace) else None
         axes = ",".join(f"{k}={v}" for k, v in r.workload.axes.items())
         rows.append(f"{i:>3} {r.workload.uuid[:8]:<10} {axes[:40]:<40} {r.solution.name[:22]:<22} {ev.status.value:<20} "
                     f"{fmt_float(c.max_absolute_error if c else None):>9} {fmt_float(c.max_relative_error if c else None):>9} "
-                    f"{fmt_float(p.latency_ms if p else None, '.4f'):>9} {fmt_float(p.speedup_factor if p else None, '.2f'):>8}")
+                    f"{fmt_float(p.latency_ms if p else None, '.4f'):>9} {fmt_float(speedup, '.2f'):>8}")
     return "\n".join(rows)
 
 
+def failure_reason(log, limit=4):
+    """The lines of a trace log that say why a pair failed: the evaluator's message and the end of the last
+    traceback (where it was raised, and what), at most `limit` lines."""
+    lines = [x.rstrip() for x in log.splitlines() if x.strip() and not x.startswith("[harness warning]")]
+    if not lines:
+        return ["(no log: see the trace)"]
+    start = max((i for i, x in enumerate(lines) if x.startswith("Traceback (most recent call last)")), default=None)
+    if start is None:
+        return lines[-limit:]
+    head = [x for x in lines[:start] if x.startswith(("Build error", "Error"))][-1:]
+    return head + lines[start + 1:][-(limit - len(head)):]
+
+
+def print_failures(results, limit=20):
+    """Every pair of this run that did not pass: its reason and its trace file (the first `limit` in full)."""
+    bad = not_passed(results)
+    for r in bad[:limit]:
+        ev = r.trace.evaluation
+        print(f"  {ev.status.value}: {r.solution.name} on {r.workload.uuid[:8]}")
+        for line in failure_reason(ev.log):
+            print(f"      {line[:300]}")
+        print(f"      trace: {r.trace_file}")
+    if len(bad) > limit:
+        print(f"  ... and {len(bad) - limit} more not PASSED (their traces say why)")
+
+
+def run_definition(dataset, definition, workloads, solutions, opts, stats=None, table=True):
+    """evaluate() with what the console shows: the plan, the per-workload table, every failure's reason and a
+    one-line summary."""
+    print(f"{definition.name}: {len(workloads)} workloads x {[s.name for s in solutions]} on {opts.device}; "
+          f"traces -> {opts.out_dir}/traces/")
+    results = evaluate(dataset, definition, workloads, solutions, opts, stats)
+    if table:
+        print(summary_table(results))
+    print_failures(results)
+    done = [r for r in results if not r.skipped]
+    inputs = sorted({r.trace.evaluation.environment.libs.get("inputs", "?") for r in done})
+    print(f"{definition.name}: {len(done)} pairs evaluated ({len(results) - len(done)} skipped: already traced for "
+          f"the same content), {len(done) - len(not_passed(results))} PASSED, {len(not_passed(results))} not; "
+          f"inputs: {', '.join(inputs) or '-'}")
+    return results

@@ -106,6 +106,17 @@ def write_json_atomic(path, obj):
     os.replace(tmp, path)
 
 
+def write_text_atomic(path, text):
+    """Write a whole text file (mode 0644) through a temporary file and rename: readers never see half a file."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
+    with os.fdopen(fd, "w", encoding="utf-8") as f:
+        f.write(text)
+    os.chmod(tmp, 0o644)
+    os.replace(tmp, path)
+
+
 class Fields:
     """Typed access to one JSON object, raising DataError that names where and which field."""
 

@@ -1,6 +1,6 @@
 """One `make eval` spread over several GPUs of a host (`--gpus N`).
 
-Each GPU gets a child `make_eval` with a share of the workloads (`--shard K/N`) and its own copy of the
+Each GPU gets a child `gdn-harness full` with a share of the workloads (`--shard K/N`) and its own copy of the
 results folder; nothing writes the results folder while they run, so no two processes ever write one file.
 Afterwards the records each copy added (trace, extras and run lines; reference latencies) are appended to
 the results folder. The traces keep the GPU model only, as officially, so the report cannot tell the GPUs
@@ -10,11 +10,10 @@ import os
 import shutil
 import subprocess
 import sys
-import tempfile
 import threading
 from pathlib import Path
 
-from harness.jsonio import DataError, read_json_object, write_json_atomic
+from harness.jsonio import DataError, read_json_object, write_json_atomic, write_text_atomic
 
 REFERENCE_CACHE = "reference_latency.json"
 
@@ -45,7 +44,7 @@ def shard_workloads(workloads, k, n):
 
 
 def child_argv(argv, shard_dir, k, n, prepare_jobs):
-    """The child's make_eval arguments: the parent's, less --gpus/--out/--prepare-jobs, plus its own."""
+    """The child's arguments: the parent's, less --gpus/--out/--prepare-jobs, plus its own."""
     drop = {"--gpus", "--out", "--prepare-jobs"}
     out, skip = [], False
     for a in argv:
@@ -73,15 +72,6 @@ def _lines(path):
     return text[: text.rfind("\n") + 1].splitlines(keepends=True)
 
 
-def _write_lines(path, lines):
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
-    with os.fdopen(fd, "w", encoding="utf-8") as f:
-        f.writelines(lines)
-    os.chmod(tmp, 0o644)
-    os.replace(tmp, path)
-
-
 def merge(out, shard_dirs):
     """Append what each shard folder added to its copy of `out`; returns {relative path: lines added}."""
     out = Path(out)
@@ -104,7 +94,7 @@ def merge(out, shard_dirs):
         for key, value in entries.items():
             cache.setdefault(key, value)
     for rel in added:   # rewritten whole: a partial last line that a killed run left in `out` goes, as in append_jsonl
-        _write_lines(out / rel, merged[Path(rel)])
+        write_text_atomic(out / rel, "".join(merged[Path(rel)]))
     if cache:
         write_json_atomic(out / REFERENCE_CACHE, cache)
     return added
@@ -120,7 +110,7 @@ def _pump(stream, prefix, log):
                 print(f"{prefix} {line}", flush=True)
 
 
-def run_sharded(argv, out, n, work_root, prepare_jobs, module="harness.make_eval"):
+def run_sharded(argv, out, n, work_root, prepare_jobs, module="harness"):
     """Run n children (`python -m module`), one per visible GPU, each on its share in a copy of `out` under
     work_root; merge what they wrote into `out` (also when one failed: nothing measured is lost). Returns the
     worst exit status."""

@@ -1,6 +1,7 @@
 """Resolve what a user names as a solution: a JSON file, a starter-kit folder, a dataset root, or a
-built-in name: reference (the definition's own code), ours (submission/<definition>/), or the name of an
-author in the dataset: baseline (the FlashInfer baselines), fla (the FLA peers), gdn-harness, ..."""
+built-in name: reference (the definition's own code), ours (submission/<definition>/), gdn-harness (our
+extra solutions, made from submission/), or an author in the dataset: baseline (the FlashInfer baselines),
+fla (the FLA peers), ..."""
 from pathlib import Path
 
 from harness.jsonio import DataError
@@ -9,6 +10,16 @@ from harness.starter_kit import is_starter_kit, load_starter_kit
 
 REPO = Path(__file__).resolve().parent.parent
 SUBMISSION = REPO / "submission"
+OUR_AUTHOR = "gdn-harness"
+BUILTIN = ("reference", "ours", OUR_AUTHOR)
+
+# Our prefill submission with its token-by-token recurrent entry point: the chunked-vs-scalar experiment (same
+# launch path, gating, I/O and dispatch). Made from submission/ whenever it is named, so it cannot go stale.
+ABLATION = {"definition": "gdn_prefill_qk4_v8_d128_k_last", "entry_point": "kernel.py::kernel_recurrent",
+            "name": "gdn-harness-prefill-recurrent",
+            "description": "Ablation of our prefill submission: the same launch path, gating, I/O and dispatch, "
+                           "with a token-by-token register-resident recurrence instead of the chunked "
+                           "tensor-core algorithm. Not part of the contest submission."}
 
 
 def reference_solution(definition):
@@ -19,33 +30,68 @@ def reference_solution(definition):
                     [SourceFile("main.py", definition.reference)], "the definition's reference code")
 
 
-def resolve(arg, definition, dataset):
-    """A list of solutions for the definition (a dataset root may hold several)."""
-    if arg == "reference":
-        return [reference_solution(definition)]
-    if arg == "ours":
-        return [load_starter_kit(SUBMISSION / definition.name)]
-    by_author = [s for s in dataset.solutions(definition.name) if s.author == arg]
-    if by_author:
-        return by_author
-    if arg == "baseline":
-        raise DataError(dataset.root / "solutions", f"no baseline solution for {definition.name!r}")
+def our_extras(definition, submission=SUBMISSION):
+    """Our extra solutions of a definition (the prefill ablation), made from the submission's sources."""
+    if definition.name != ABLATION["definition"]:
+        return []
+    sol = load_starter_kit(Path(submission) / ABLATION["definition"])
+    sol.name, sol.author, sol.description = ABLATION["name"], OUR_AUTHOR, ABLATION["description"]
+    sol.spec.entry_point = ABLATION["entry_point"]
+    return [sol]
+
+
+def _from_path(arg):
     path = Path(arg)
     if not path.exists():
         raise DataError(arg, "no such solution file or folder, and no author of that name in the dataset",
                         "give a solution .json, a starter-kit folder, a dataset root, reference, ours, or an "
                         "author (baseline, fla, ...)")
     if path.is_file():
-        sols = [Solution.load(path)]
-    elif is_starter_kit(path):
-        sols = [load_starter_kit(path)]
-    elif (path / "solutions").is_dir():
+        return [Solution.load(path)]
+    if is_starter_kit(path):
+        return [load_starter_kit(path)]
+    if (path / "solutions").is_dir():
         from harness.dataset import Dataset
-        sols = Dataset(path).solutions(definition.name) if (path / "definitions").is_dir() else [
-            Solution.load(p) for p in sorted((path / "solutions").rglob("*.json"))]
-    else:
-        sols = [Solution.load(p) for p in sorted(path.rglob("*.json"))]
-    sols = [s for s in sols if s.definition == definition.name]
-    if not sols:
+        if (path / "definitions").is_dir():
+            return Dataset(path).solutions()
+        return [Solution.load(p) for p in sorted((path / "solutions").rglob("*.json"))]
+    return [Solution.load(p) for p in sorted(path.rglob("*.json"))]
+
+
+def _is_author(arg, dataset):
+    return any(s.author == arg for s in dataset.solutions())
+
+
+def definitions_of(args, dataset):
+    """The definitions a list of solution arguments covers, in name order: a built-in name or an author stands
+    for every definition it has a solution for."""
+    names = set()
+    for arg in args:
+        if arg in ("reference", "ours"):
+            names |= set(dataset.definitions)
+        elif arg == OUR_AUTHOR:
+            names.add(ABLATION["definition"])
+        elif _is_author(arg, dataset):
+            names |= {s.definition for s in dataset.solutions() if s.author == arg}
+        else:
+            names |= {s.definition for s in _from_path(arg)}
+    return sorted(names)
+
+
+def resolve(arg, definition, dataset, strict=True):
+    """The solutions `arg` names for the definition (a dataset root may hold several). strict: a path that
+    holds no solution for it is an error (else: none)."""
+    if arg == "reference":
+        return [reference_solution(definition)]
+    if arg == "ours":
+        return [load_starter_kit(SUBMISSION / definition.name)]
+    if arg == OUR_AUTHOR:
+        return our_extras(definition)
+    if _is_author(arg, dataset):
+        return [s for s in dataset.solutions(definition.name) if s.author == arg]
+    if arg == "baseline":
+        raise DataError(dataset.root / "solutions", f"no baseline solution for {definition.name!r}")
+    sols = [s for s in _from_path(arg) if s.definition == definition.name]
+    if not sols and strict:
         raise DataError(arg, f"holds no solution for definition {definition.name!r}")
     return sols
