@@ -99,27 +99,14 @@ def _gdn_decode_kernel(
 # VB_FAST). Grid = (B * HV, V / (BV * NCHUNK)), or transposed when VB_FAST; a batch size
 # not listed uses the entry of the largest listed one below it.
 #
-# First chosen on an H200 (132 SMs, 60 MiB L2; torch 2.11, Triton 3.6) with results/h200/logs/scripts/decode_tune.py:
-# 52 configs x 7 batch sizes, cold L2 (120 MB zeroed before each call), kernel duration from
-# CUPTI activity records (torch.profiler), median of 60 calls. Measured (us) for the entries it chose
-# (BV=4 up to B = 16, BV=8 from 32, no hints), with a cold-L2 cudaMemcpy of the same state bytes
-# (state -> new_state) beside it:
-#     B        1     4     8     16     32     48     64   | weighted mean of 54 workloads
-#     kernel  2.02  2.90  3.90  5.94  10.50  15.10  19.14  | 8.23
-#     memcpy  1.66  2.69  3.52  5.92   9.74  14.02  17.95  | 7.67
-# One-warp CTAs won at every B (no cross-warp reduction or barrier, 32 CTAs resident per SM);
-# the in-CTA chunk loop (NCHUNK > 1, num_stages 1-3) was slower at every B (loads of the next chunk
-# cannot be hoisted over the previous chunk's stores), so NCHUNK = 1 and num_stages is irrelevant.
-# That sweep tried the load hint evict_first only together with the streaming store (.cs).
-# A second sweep (results/h200/logs/scripts/decode_hints.py, logs/decode_hints_r{1,2}.json: the same
-# timing, every config interleaved call by call, median of 40 / 60 calls, on two lent H200s) split
-# them: the state load with evict_first alone is the win (the state is read once; likely its lines
-# then leave L2 before the flush's dirty lines, which would otherwise be written back during the
-# call), and BV=4 with it beats BV=8 at every B. Weighted means, old table -> this one:
-# 8.27 -> 7.92 us (round 1, without VB_FAST) and 8.37 -> 8.25 (round 2); B = 64 18.91 -> 18.34 and
-# 19.41 -> 19.04. Launching the V blocks of one head together (VB_FAST: 64 KiB of consecutive state
-# per 32 CTAs) gained 0.2-0.7 us from B = 16 on and lost ~0.03 us below (round 2). Evict-last stores
-# lost up to 1 us at B >= 32; .cs or evict_first stores tied or lost; BV=2, 2-warp CTAs and BV=8/16 lost.
+# Chosen on an H200 (132 SMs, 60 MiB L2; torch 2.11, Triton 3.6) from timings with a cold L2 (the figures,
+# and the configs that lost: docs/kernels/decode.md):
+#  * one-warp CTAs of BV = 4 value rows at every B: no cross-warp reduction or barrier, 32 CTAs resident per SM;
+#  * NCHUNK = 1: the in-CTA chunk loop was slower at every B (loads of the next chunk cannot be hoisted over the
+#    previous chunk's stores), so num_stages is irrelevant;
+#  * the state load with evict_first and plain stores: the state is read once (likely its lines then leave L2
+#    before the flush's dirty lines, which would otherwise be written back during the call);
+#  * VB_FAST from B = 16 on: the V blocks of one head launched together (64 KiB of consecutive state per 32 CTAs).
 #
 # B200 (sm_100, 148 SMs, ~8 TB/s) -- UNMEASURED: the kernel is correct there by construction
 # (plain loads/stores and reductions, no arch-specific instructions; compiles for sm_100), but
@@ -128,10 +115,6 @@ def _gdn_decode_kernel(
 #  * large B: at ~8 TB/s roughly twice the bytes must be in flight per SM (Little's law), so
 #    larger tiles per warp (BV=8/16) may win back there;
 #  * the L2 hints' effect depends on the L2 and is untested on Blackwell.
-# Tried and dropped (H200, results/h200/logs/decode_diag.json, kernel time, cold L2, median of 30):
-# a persistent grid of 132*{8,16,32} one-warp CTAs walking the tiles, BV=8, against the table at
-# B = 16/32/48/64: 6.9/10.4/16.1/19.0 us at best vs 6.0/10.7/14.9/19.2 (the table); within noise at
-# B = 32 and 64, slower at 16 and 48.
 # ---------------------------------------------------------------------------------------------
 _LAUNCH_TABLE = {
     1: (4, 1, 1, 1, "evict_first", "", False),

@@ -28,7 +28,7 @@ N >= 3 below 180) run every other dot on fp16 operands: Tm and P are stored in f
 writes fp16 copies of each chunk's k and q (exact but for entries below 2^-14, rounded to a multiple of
 2^-24) and the gates the
 chain needs, and K H, Q H, Tm R, P X, K^T X and the Tm merges take fp16 operands (11-bit
-significand, as precise as tf32; round 26: max errors vs float64 on 31 contest shapes output 0.0010,
+significand, as precise as tf32; max errors vs float64 on 31 contest shapes: output 0.0010,
 state 0.0008). fp16's range (+-65504) bounds the state and the new values: far above what
 unit-norm keys with a delta rule produce. The one-launch rows keep: the state contractions K H and
 K^T X as two bf16 dots each (the fp32 operand split into bf16 hi + lo, ~16 mantissa bits, so state
@@ -259,7 +259,7 @@ def _chunk_apply_t(Ht, Tm, P, q, k, vt, gam, beta, dec, egC, scale, PREC_T: tl.c
     """_chunk_apply transposed (ALGO_CHUNK_WS_T): the state slice as Ht = S[v0:v0+BV, :] ([BV, K])
     and the value-side tiles as [BV, C], so every tensor-core result feeds the next dot as its
     left operand. Offline (ptxas sm_90) its chain loop has 9-30 % fewer instructions per step and
-    fewer spills than ALGO_CHUNK_WS at the same BV (H200: rounds 9-11 beside the launch table)."""
+    fewer spills than ALGO_CHUNK_WS at the same BV (H200 timings: docs/kernels/prefill.md)."""
     PS: tl.constexpr = 5 if PREC_S == 4 else PREC_S     # P_BF16X2 -> P_BF16X2A: split the left operand
     KHt = _mm(Ht, tl.trans(k), PS)                                   # [BV, C]
     Ot = 0.0
@@ -952,343 +952,37 @@ def _gdn_fused_kernel(
 # --------------------------------------------------------------------------------------------
 # host side
 # --------------------------------------------------------------------------------------------
-# Launch table, keyed on host-known quantities only (T = total tokens, N = sequences); rows
-# (max_T, max_N, config) are scanned in order, the first match wins. Every config below was run
-# on an H200 (132 SMs) against a float64 reference (official rule, 0 failing elements; output
-# max abs err ~1e-3, state ~1e-3 up to T = 8192, N = 57 and a 5258-token sequence) and timed on
-# all 100 workload shapes (stand-in cu_seqlens, cold L2, GPU time of the call, median of 5):
-#   T <=  16: one launch, C=16, BV=32     (one chunk of 16 tokens: round 16 below)
-#   T <  180: one launch, C=32, BV=32     (~9 us for one chunk, +~6.5 us per further 32-token chunk of the
-#             longest sequence), except N = 1 from 33 tokens and N = 2 from 65 tokens on: fused, below
-#             (round 22)
-#   180 <= T < 3000: fused (the two launches' roles in one launch, BV=16, transposed chain;
-#             3 stages up to 1400 tokens with N <= 3, else 2; up to 1400 tokens its prep role is split
-#             into Tm and P tickets on wgmma: round 17), except N <= 2 from 1401 tokens: segments, below
-#   N <= 2 from 1401 tokens: three launches (_SEG_CFG, rounds 23/24/28; 3 stages from 3000 tokens): the prep,
-#             then each sequence cut into 3 segments walked in parallel by two launches (_gdn_seg_kernel: the
-#             first finds each segment's affine state map, the second walks each segment from its start
-#             state), so the serial walk is ~2/3 of the chain's
-#   T >= 3000: two launches (ws): Tm and P of every (chunk, head) in parallel first, then the
-#             serial per-sequence chain, 3 stages; BV=16 (N <= 4: few sequences, so more V slices; the
-#             untransposed chain), BV=32 on wgmma (N = 5..15, below), the transposed BV=32 (N = 16..24), or
-#             BV=64 on wgmma (N >= 25, below); the prep's CTAs compute Tm or P (split) on wgmma (round 13)
-#   every row from 33 tokens but the one-launch rows: cfg "f16" (rounds 26, 27)
-#   on an sm_90 GPU (rounds 30-35, _wg): the fused rows, the N <= 2 segment row below 3000 tokens and the N = 5..15
-#             and N >= 25 two-launch rows with the chain untransposed on wgmma (the fused N = 3 row and the N = 5..15
-#             row at BV=32, the N >= 25 row at BV=64, 2 stages); off sm_90 each runs the config it replaced ("no_wgmma")
-#   one-launch C=32/BV=32 on everything: 133.9 us mean (earlier sweep).
-# Per-launch GPU times on the H200 (torch.profiler, cold L2, median of 5; results/h200/logs/
-# prefill_diag.json), prep + chain in us, 4 warps, 2 stages:
-#   T=8192 N=20: BV16 66+218, BV32 66+211, BV64 66+311
-#   T=8192 N=34: BV16 71+187, BV32 72+150, BV64 72+195
-#   T=8192 N=57: BV16 73+206, BV32 73+153, BV64 73+193
-#   T=2107 N=1:  BV16 17+112, BV32 18+146, BV64 18+290
-#   8 warps were slower everywhere (+30..+190 us on the chain). The prep launch (~70 us at
-#   T=8192, ~17 us for 34 chunks) is ~1/4 of the call: its per-CTA Tm solve (16x16 blocks by
-#   forward substitution) is latency-bound.
-# Round 2 (results/h200/logs/prefill_diag2.json, same method; shapes 8192/34, 5709/2, 2107/1, 959/4):
-#   prep, Tm then P reloading k and the gates vs P from Tm's k and gates (spilling): 63/42/16/15 us
-#     vs 68/45/17/15: adopted
-#   chain BV=16 with 3 stages: 179 vs 199 us (5709/2), 107 vs 112 (2107/1), even at 959/4: adopted
-#   prep split in two launches (Tm, then P; fewer registers): 53/38/20/16 us, call span 187 vs 211
-#     us at 8192/34. DROPPED after the harness run below: that sweep zeroes the L2 flush buffer and
-#     launches the call without a sync, so the host time between launches stays hidden; the
-#     official timer syncs first, and a third launch's host gap then shows.
-#   tried and dropped: 8 prep warps (up to +60 us), SB = 4 or 8 (slower), Tm in tf32x3 (state
-#   error 6e-4 -> < 5e-5, but prep x3), the dense-mask substitution (prep x2), C=32 two-launch
-#   (more serial steps: chain +22..+40 us), and a third launch computing every chunk's outputs
-#   in parallel from the chunk-start states and new values the chain stores (chain + output
-#   launch +90 us at 8192/34; likely because storing a 128xBV state per chunk costs more than
-#   the outputs it moves off the chain).
-# Round 3 (results/h200/logs/prefill_sweep_r{1,2,3}.json): every candidate on all 100 contest
-# shapes (stand-in cu_seqlens), timed like the evaluator (FlashInfer's CUPTI span, cold L2, a sync
-# before each call, median of 10), errors vs float64 on 31 of them:
-#   binding both launches before issuing the first: table mean 73.8 -> 71.2 us; two-launch rows
-#     below T = 2048 gained ~15-20 us each (T < 512 rows 60 -> 37-41 us), T = 8192 unchanged
-#     (its prep outlasts the host work). Triton's plain path left ~25 us between the launches.
-#   Q H in one bf16 dot: 71.2 -> 70.3 us (BV16 at T < 8192: 155 -> 150; output error 0.0011 ->
-#     0.0015, state unchanged): adopted.
-#   the one-launch threshold (64..511) and the BV16/BV32 split (N <= 3..30) within 1 us of the table.
-#   no gain: the hi/lo dots into separate accumulators (+-0.2 us), 1 stage for BV32 (+10 us at
-#     T = 8192: the occupancy is register-bound, 2 CTAs/SM, not shared-memory-bound), 2 stages for
-#     BV16, two-launch with C = 32 for T < 2048.
-#   much slower: BV = 128 (one CTA per head; 8 or 16 warps; Triton caps it at 32 registers and
-#     spills 4-5 KB: 4.6-10 ms), BV = 64 with 8 warps (+90 us at T = 8192), C = 128 with 8 warps
-#     (+500 us at T = 8192).
-# Harness runs (official CUPTI timer, each on one lent H200, not always the same machine;
-# results/h200 and results/h200/experiments/27bfb05):
-#   earlier table (BV16 for N < 40, BV64 above): T=8192 mean 278 us, all 100: 95.4 us
-#   fb02185 (BV32 for N >= 16): T=8192 227 us (198-268), all 100: 84.8 us (results/h200 traces)
-#   27bfb05 (the round-2 choices above, split prep from T = 4096): all 100: 88.6 us; N <= 15 below
-#     T = 4096 gained (T < 2048 bucket 114.5 -> 103.3 us; 2107/1 194 -> 172) but the split rows
-#     lost: T=8192 227 -> 266 us, 4124/15 182 -> 218 us. So the table below keeps one prep launch.
-#   6f75c14 (the reloading prep, BV16 with 3 stages, both launches bound first, Q H in bf16): all
-#     100: 70.3 us; T < 2048 bucket 71.8, T = 8192 216 us (191-256)
-#   41b0342 (this table: 6f75c14 + longest first from N = 8): all 100: 70.3 us, T = 8192 204 us
-#     (181-233) (results/h200 traces), on a lent H200 with a slower host: FlashInfer 564 us there
-#     against 394 in the 6f75c14 pass, and our two-launch rows below T = 2048 (same code) 81.6
-#     against 71.8 us: the second launch still costs a few microseconds of host time.
-# Round 5 (results/h200/logs/prefill_sweep_r5.json, the same method; the table of 41b0342 twice
-# and the fused launch with BV=16 / BV=32 from T = 64 on, interleaved): fused BV16 against the
-# table, us: T 97-134 N = 1 24-27 vs 29-36; 294-401 39-43 vs 55-62; 1592-2107 78-124 vs 91-145;
-# T < 96 (N = 1: +2; N = 2-3 with chunks of <= 96 tokens: +7..10, one launch stays there),
-# 3028/5 and 3271/2 +17..30, T = 8192 +90 (BV32 +15): the prep tickets come first, so fused
-# chains likely start no earlier there, and then spin. Table mean 70.3 -> 68.2 us with fused for
-# 256 <= T < 3000 and N = 1 from T = 96 (rows below).
-# Round 6 (logs/prefill_sweep_r6.json, the 25 calls with T >= 2000): one bf16 dot instead of bf16
-# hi + lo for the state contractions (K H, K^T X): 182.2 -> 169.3 us, state max error 0.0011 ->
-# 0.0046; bf16 instead of tf32 for the Tm merges and Tm R: 173.6 us, state error 0.0037. Not
-# adopted: ~7 % is not worth 4x less margin to the official 0.01 tolerance (FlashInfer's prefill
-# fails it by one state element on 2 stand-in workloads at 0.013).
-# Round 7 (logs/prefill_sweep_r7.json, at bad5766): fused tickets sequence by sequence (a sequence's
-# preps, then its chains, longest first), so a long chain starts once its own chunks are ready:
-# much slower (T = 8192 265 us with BV32, 366 with BV16, against 204; T < 2048 82-95 vs 76),
-# likely because early chains spin in slots their sequences' later preps need. Removed.
-# Round 8 (logs/prefill_sweep_r8.json, the calls with T >= 2000): ptxas register caps. The prep kernel
-# takes 255 registers (2 CTAs per SM); capped at 168 (3 CTAs, 168 B of spills offline) the calls with
-# T >= 3000 took 194.2 against 196.2 us (T = 8192: 16 of 16 faster, by 1.5-4 us; 5709/2 +4): adopted
-# for the two-launch rows. Prep capped at 128: 205.1. The chain capped at 168 (110 B spills): +39 us.
-# Harness passes: 47294c5 (the fused rows): all 100: 68.1 us, T = 8192 204.2 us; 258681a (this table:
-# + the prep cap) on a slower lent H200 (the unchanged ablation +1.7 %): 68.5 us, T = 8192 203.4 us,
-# but 3028/5, 3271/2 and 5709/2 +5..16 us: capping only the N >= 16 row may be better (unmeasured).
-# Offline ptxas (sm_90, 4 warps; cuobjdump -res-usage): the chain kernel takes 236-255 registers
-# per thread, so at most 2 CTAs (8 warps) per SM: a latency-bound chain with little to hide it.
-# The one-launch config spills 160 B, the BV=64 one 480 B; capping registers (maxnreg 168 / 128)
-# spills 176-496 B (the chain at 168: +39 us, round 8); 8 warps still take 255 (without the output
-# dots Q H and P X: 252, so the state contractions fill them). The SASS of the BV=32 chain loop has
-# ~1500 instructions per warp per 64-token step, 208 of them HMMA, 35 barriers, ~170 shared-memory
-# loads/stores (layout changes) and ~400 integer ops (addresses); a lone CTA's ~3.4 us step (T=2107,
-# N=1) is ~4x its issue time: latency-bound, with 1-2 warps per scheduler to hide it. Cutting live
-# state (more CTAs per SM) or layout changes is the lead for the next tuning.
-# Tried offline only (session 13, not kept): the chain's q/k/v/Tm/P tiles through TMA tensor
-# descriptors (Triton 3.6 compiles it for sm_90). Rows past a sequence's end must then be zeroed
-# after the load; with those selects the loop grew (BV=32: 1513 -> 1712 instructions, 224 B of
-# spills; BV=16: 1157 -> 1223, and 3 stages need 160 KB of shared memory: 1 CTA per SM). Zeroing
-# only k (needed so that a non-finite value in the next sequence cannot leak in through 0 * inf):
-# 1489 / 1052. Without any zeroing (finite inputs assumed): 1303 / 863, the only clear cut; not
-# worth a semantic difference from the reference without a GPU measurement.
-# The transposed chain (cfg "trans", ALGO_CHUNK_WS_T, _chunk_apply_t): the state slice held as [BV, K]
-# so each dot's result is the next dot's left operand. Chain loop per warp per step (offline, sm_90):
-# BV=32 4 warps 1513 -> 1383 instructions (stack 56 -> 32 B); BV=16 4 warps 1157 (3 stages) -> 909
-# (2 stages, no spills); BV=64 8 warps 1292, no spills; the fused launch's chain role (BV=16, 2
-# stages) 919 against 1177.
-# Round 9 (logs/prefill_sweep_r9.json, at 134dd3b, same method): transposed BV32 at T = 8192 -11.5 ..
-# -15.8 us on all 16 (202.8 -> 189.6) and 4124/15 -12.7, but +7..+82 on N <= 13 below T = 8192;
-# transposed BV16 (2 stages) -4..-8 us on 3028/5, 3999/13, 4124/15, +13..+40 on N <= 2 and at T = 8192;
-# BV64 with 8 warps +5..+263; the fused launch with the transposed chain (BV16, 2 stages) -0.4..-20 us
-# from T = 97 on (one launch stays better below ~180 tokens: 185/2 and 248/2 -4 us, 118-139 +5..+6).
-# The prep uncapped for N <= 15: 3028/5, 3271/2, 5709/2 -4..-6 us (one sample +6.6), N >= 13 +1..+5.
-# Round 10 (logs/prefill_sweep_r10.json, at 2fa9178, whose table took the round-9 winners): that table
-# against 134dd3b's, twice each, interleaved: 90.2 -> 85.4 us over the 72 calls with T >= 64 (T = 8192
-# 202.7 -> 189.6, T < 2048 76.4 -> 70.9). The fused launch with 3 stages (120 KB of shared memory, 1 CTA
-# per SM): -4..-13 us on 14 calls from 114 to 1377 tokens with N <= 3, +4..+24 with N = 4 or from 1592
-# tokens on: adopted for T <= 1400, N <= 3. Transposed BV16 with 3 stages (1 CTA per SM): +145..+227
-# at T = 8192; the fused launch at BV32: +31 at T = 8192; transposed BV32 with 8 warps (245 registers,
-# still 1 CTA per SM): +73. The N <= 4 row's prep uncapped: 3271/2 -3.6, 5709/2 -1.4: adopted.
-# Round 11 (logs/prefill_sweep_r11.json, at dde6179): this table against 2fa9178's on the 60 calls with
-# T >= 96: 98.6 -> 97.0 us (T < 2048 70.8 -> 66.2). Harness pass at dde6179: all 100: 64.0 us, T = 8192
-# 190.0 us (167-216).
-# Round 12 (logs/prefill_sweep_r12.json, the dde6179 table, T >= 2000): no candidate won on any call:
-# the fused launch from T = 3000 +3..+122 us; for N <= 4 the fused launch with 3 stages +1..+29, the
-# untransposed BV16 chain with 8 warps +12..+41, the transposed one with 8 warps (168 registers, no
-# spills) +8..+19: more warps per lone CTA do not shorten its step.
-# Round 13 (logs/prefill_sweep_r13.json, at 8f12793, the 21 calls with T >= 3000, against the table then):
-# the split prep (cfg "prep_split": the first launch's CTAs compute either Tm or P of a (chunk, head),
-# grid (slots, HV, 2); offline 168 registers, no spills) -9.0 us mean (-5..-13); split and capped at 128
-# registers -7.1 (+7, +8 on 3028/5, 3271/2); the prep on wgmma ("prep_mma_v3", see _MMA_ENV) -10.3
-# (-5.5..-15); both -19.1: T = 8192 189.8 -> 166.7 (-20..-27 on each), 3999..5709 -5..-14, 3028/5 -1.7,
-# 3271/2 +0.7. Adopted (both) in every two-launch row; the rows' old prep cap (168) is moot (164
-# registers). The round's second table run was lost: the chain-on-wgmma candidates (see _MMA_ENV) left
-# the CUDA context broken, so no interleaved repeat; the table's own run matches round 12's (188.7).
-# Per launch at this table (logs/prefill_diag3.json, torch.profiler, cold L2, median of 5, even splits),
-# prep + chain in us: T=8192 N=20 34+121, N=34 35+131, N=57 43+158; 5709/2 24+150; 4124/15 20+92; 3028/5
-# 16+76. The chain is now ~80 % of a long call.
-# Round 14 (logs/prefill_sweep_r14.json, the 16 calls from 700 to 2999 tokens, twice each, interleaved):
-# two launches (the row a 3000-token call with the same N takes) instead of the fused launch: -4.9..+11.4
-# us per call, 77.1 -> 79.4 us mean: the fused launch stays below 3000 tokens.
-# Harness pass at 1a3d1e7: all 100: 59.5 us, T = 8192 167.6 us (143.6-191.4).
-# Round 15 (logs/prefill_sweep_r15.json, T < 3000, twice each, interleaved): the Tm solve's diagonal blocks
-# of 8 or 4 (7 or 3 serial substitution steps, then 2 or 3 merge levels, against 15 and 1): slower on
-# every call, one launch +1.0 / +1.6 us mean, the fused rows (SB 8) +0.8: SB stays 16 there.
-# Round 16 (logs/prefill_sweep_r16.json, the 46 one-launch calls, twice each, interleaved): BV 16, 2 or 8
-# warps: +1.8..+1.9 us mean, slower on every call; chunks of 16 tokens (SB 8): -2.0..-2.3 us on every call
-# whose longest sequence has <= 16 tokens (6.9 against 9.0), +2..+7 above. The table cannot see the
-# longest sequence without a host sync, but T <= 16 bounds it: row 1 (the 7 contest calls with T <= 16).
-# Harness pass at 2403e10 (the table of 1a3d1e7 + row 1), on a lent H200 with a slower host (FlashInfer 596.6
-# against 447.3 us): all 100: 60.4 us; T <= 16 6.5-7.0 against 8.8-9.0; the two-launch calls of 3028-4124
-# tokens +12..+20 us (their prep, 16-20 us, no longer outlasts the host work of the second launch), T = 8192
-# 170.5 (150.3-194.2). Hence the second launch's arguments are now built before the first (_launch): round 18
-# (logs/prefill_sweep_r18.json, against 2403e10's kernel, T >= 3000, twice each, interleaved): 3028/5, 3271/2,
-# 3999/13, 4124/15 -5.7, -11.4, -7.0, -2.9 us; 5709/2 +2.7; T = 8192 -1.8..+0.9.
-# Round 17 (logs/prefill_sweep_r17.json, at 2403e10, the 33 fused calls, twice each, interleaved): the fused
-# launch's prep role on wgmma ("prep_mma_v3"; offline sm_90: 48 HGMMA in the prep role, the chain role's dots
-# stay mma.sync, 255 registers either way) and / or split into Tm and P tickets ("prep_split", a second flag
-# plane): both -2.4..-8.5 us on 24 of the 25 calls up to 1400 tokens (29.4 -> 24.6 us for T < 512; 973/3
-# +1.1), but +0.9..+19 on the 8 calls from 1592 to 2857 tokens; wgmma alone -0.6..-3.9, split alone
-# -1.8..-6.4 up to 1400 tokens. Adopted (both) for the fused rows up to 1400 tokens.
-# Harness pass at 2f2ca39 (rounds 17 and 18 in): all 100: 57.7 us (T < 512 25.3 -> 23.3, T < 2048 65.7 -> 62.9
-# against 1a3d1e7), T = 8192 165.8 us (144.5-189.7).
-# Nsight Compute (logs/ncu_114759c, the 2f2ca39 table on 8192/57 and 5709/2): in the chain loop the loads that
-# feed no dot (v, a, b) were plain loads waited on in the same step (~10 % of the warp-stall samples; Triton
-# pipelines only dot operands), and at N = 57 ~16 % went to every CTA ranking all N sequences for longest-first.
-# Round 20 (logs/prefill_sweep_r20.json, at 1bbbb7e, all 100 calls, three times each, interleaved): "prefetch"
-# (_chain: each step issues the next chunk's v, a, b loads first) 57.6 -> 53.9 us (T < 2048 62.6 -> 55.2,
-# T < 8192 133 -> 122, T = 8192 165.6 -> 157.1; worse only on 3271/2, +2.4); with "lpt_ws" (the prep launch
-# writes the rank table, _rank_sequence) on the 18 two-launch calls with N >= 8: T = 8192 141.1 (130-155).
-# Both adopted (every row; lpt_ws acts on the two-launch rows from _LPT_MIN_N sequences). Prefetching the Tm tile
-# too ("prefetch" = 2, removed after this round): spills (28-52 B offline), 109.7 against 53.9 us on the workspace
-# rows.
-# Harness pass at 916043d (round 20 in): all 100: 51.2 us (T < 2048 62.9 -> 55.2, T < 8192 132.7 -> 120.0),
-# T = 8192 141.3 us (130.4-155.8).
-# Round 21 (logs/prefill_sweep_r21.json, at 916043d, twice each): longest first on the two-launch rows below
-# _LPT_MIN_N (now one load per chain CTA): 5709/2 -4 us (its 5258-token sequence's CTAs start first), 3271/2
-# -3.4 (noisy), 3028/5 +3.7: adopted for the N <= 4 row. Longest first in the fused rows (ranked in the kernel):
-# +0.3..+6 us; BV16 on the N >= 16 rows +26..+41; BV32 on the N = 5..15 rows +8..+32: none adopted.
-# Round 22 (logs/prefill_sweep_r22.json, at ce7db20, the 44 calls of 17-179 tokens with N <= 3, twice each): the
-# fused launch (3 stages, split prep) against one launch: N = 1 from 33 tokens -0.3..-0.7 us (2 chunks of 32),
-# -5 us from 65 (3 chunks of 32 against 2 of 64); N = 2 from 65 tokens -3.8..-12 us where the longest sequence
-# has more than 64 tokens, +0.4..+0.8 where not (net -56 us on the 10 calls); N <= 2 up to 64 tokens +6..+8;
-# N = 3 +0.9..+6.6 (2 stages: -1.8 at 139/3, +2.2 at 82/3). Adopted for N = 1 from 33 and N = 2 from 65 tokens.
-# Harness pass at 8170c27 (rounds 21 and 22 in): all 100: 50.5 us (T < 512 22.3 -> 20.2), T = 8192 141.6 us
-# (130.8-155.6).
-# Round 23 (logs/prefill_sweep_r23.json, at 56cd9c3, the 24 calls of N <= 4 from 300 tokens, twice each): the
-# segment walk (cfg "segs"; 4, 6, 8 segments; untransposed BV16 3 stages or transposed BV16 2 stages) with one
-# slice per kind in the first segment launch (16 CTAs per head and segment: a second wave). It lost on every call
-# but 5709/2 (287 -> 231 us with 4 transposed segments); more segments lost more; below ~1000 tokens +15..+30 us
-# (three launches against one fused launch).
-# Round 24 (logs/prefill_sweep_r24.json, at 9773d49, the 18 calls of N <= 5 from 900 tokens, twice each, transposed,
-# BV16 in the second launch): value and transition columns in one slice of the first launch (cfg "seg_bv" 16 or
-# 32), 3..6 segments. 3 segments, seg_bv 16: 5709/2 285 -> 221 us, 3271/2 126/131 -> 122/125, 2107/1 103 ->
-# 96/98; every N >= 3 call and N = 2 below 3000 tokens lost or tied (+1..+25 us; 1377/1 -7/+4, noisy); 4-6
-# segments no better at 5709/2 (219-223) and worse elsewhere. Adopted: N = 1 from 1401 tokens, N <= 2 from 3000.
-# Harness pass at 937dbe7 (round 24 in): all 100: 49.7 us; 5709/2 223.0, 3271/2 118.3, 2107/1 94.1.
-# Round 19 (logs/prefill_sweep_r19.json, at 114759c, T >= 3000, twice each, interleaved): programmatic dependent
-# launch of the chain after the prep (griddepcontrol: every prep CTA signals launch_dependents at once, the chain
-# launch carries the PDL attribute and waits for the prep grid after loading its state slice): T = 8192 166.2 ->
-# 170.7 us, T < 8192 146.6 -> 171.5; 8 prep warps 215.4 / 166.7; both 215.9 / 191.7. None adopted; the knob was
-# removed.
-# Round 25 (logs/prefill_sweep_r25.json, at 4256b0a, all 100 calls, three times each, interleaved): the state slice
-# loaded with the L2 hint evict_first (it won 1-3 % in decode, whose state is the whole traffic) against this
-# kernel's plain load: 49.55 against 49.62 us mean (-0.07, faster on 63 of 100; T = 8192 141.0 against 141.4):
-# within noise, not adopted.
-# Round 26 (logs/prefill_sweep_r26.json, at dcb0d98, all 100 calls, twice each, interleaved): cfg "f16" on every
-# workspace row (the 76 calls from 33 tokens that take the fused or two-launch rows): Tm and P stored in fp16, the
-# prep writing fp16 copies of each chunk's k and q that the chain reads, and every dot but K K^T and Q K^T on fp16
-# operands (11-bit significand: as precise as tf32, 3 bits more than one bf16 term, 5 fewer than bf16 hi + lo;
-# range +-65504) instead
-# of bf16 hi + lo (K H, K^T X), tf32 (Tm merges, Tm R) and bf16 (Q H, P X). Offline sm_90 chain loop at BV32:
-# 1261 -> 817 instructions per warp per step, 208 -> 128 HMMA, no spills (56 B before). Mean over the 100 calls
-# (the table elsewhere) 49.25 -> 41.99 us; T = 8192 139.2 -> 112.2, T < 8192 109.0 -> 91.2, T < 2048 55.2 ->
-# 48.6; slower only on N = 2 calls of 76-248 tokens (+0.6..+1.5, noisy); max errors on the checked calls (vs
-# float64) output 0.00153 -> 0.00102, state 0.0011 -> 0.00084. The N >= 16 row with 3 stages 109.9 at T = 8192,
-# BV64 / 8 warps 127.1, BV16 150.1, capped at 168 registers (62 B of spills) 145.9.
-# Round 27 (logs/prefill_sweep_r27.json, at f108e76, OLD_KERNEL = dcb0d98's): the chain reads gamma, beta and the
-# decay to the chunk end from a gate block the prep writes (no gate math, scan or reduction in the step: offline
-# 838 -> 661 instructions, 19 -> 10 barriers at BV32 with 3 stages): the 76 workspace calls 51.6 -> 50.0 us
-# (1401-5709 tokens -4..-15 us; up to 61 tokens +0.2..+0.6); 3 stages on the two-launch rows from N = 5: T = 8192
-# 110.1 -> 105.2 us (93.5-118.0), 4124/15 78.4 -> 66.3, 3999/13 71.0 -> 63.2, 3028/5 62.8 -> 62.6; BV64 / 8
-# warps 114.7. Adopted: "f16" on every workspace row, 3 stages on the two-launch rows (not the segment rows).
-# Per launch (logs/prefill_diag4_f16.json, as prefill_diag3, even splits), prep + chain in us: T = 8192 N = 20
-# 34+68, N = 34 36+70, N = 57 42+84; 5709/2 24+94; 4124/15 20+51; 3028/5 15+38. The prep is now a third of a
-# T = 8192 call.
-# Round 28 (logs/prefill_sweep_r28.json, at 5e63235, OLD_KERNEL = e5c5179's kernel.py): that commit's table (rounds 26
-# and 27 in) against e5c5179's, all 100 calls, twice each, interleaved: 49.60 -> 39.48 us mean (T < 512 20.1 -> 18.8,
-# T < 2048 54.7 -> 44.8, T < 8192 111.3 -> 82.9, T = 8192 140.8 -> 104.7, 92.4-117.8); slower on 24 calls below 250
-# tokens with N <= 3 by 0.01-0.9 us. Row boundaries under f16, once each: the segment launches with 3 stages
-# 3271/2 90.9 -> 83.3, 5709/2 163.7 -> 153.7, 2107/1 66.6 -> 74.4 (adopted from 3000 tokens); the segment rows
-# instead of the fused launch on 1401-2999 tokens: 2040/2 87.5 -> 71.4 (adopted for N = 2; N = 3 +1..+6 but
-# 1796/3 -6.9, 2857/3 -2.7, not adopted); the fused launch on the one-launch calls from 33 tokens: 139/3 -4.7, -5.0,
-# the 6 others +0.5..+7.3 (not adopted).
-# Round 29 (logs/prefill_sweep_r29.json, at a086746, the 16 calls with T = 8192, once each): the N >= 16 row's chain
-# with 8 warps capped at 128 registers (2 CTAs per SM, 8-10 B of spills) 104.8 -> 117.4 (3 stages) / 119.8 (2), BV64
-# / 8 warps / 128 registers 147.3; the prep capped at 128 registers 104.8 (no change; its occupancy was not recorded.
-# Offline at stop 25, today's prep capped at 128: 176 B of spills, 33 KB of shared memory, so room for 4 CTAs per SM
-# against 3: the spills likely cost what a fourth CTA gains). Nsight Compute at a086746 (logs/ncu_a086746, 8192/57):
-# the chain 76 us, 25 % of its warp samples in the code run once per CTA (mostly waiting for the state slice, from
-# DRAM), 68 % in the loop; L1 / shared-memory throughput 72 %, issue slots 25 %; the prep 38 us, 41 % issue, 3 CTAs
-# per SM.
-# Round 30 (logs/prefill_sweep_r30.json, at d0d1121, the 21 calls from 3000 tokens, each candidate in its own
-# process): the untransposed chain with its dots on wgmma (cfg "chain_mma_v3"; offline sm_90 at BV32 with 2 stages:
-# 164 registers, 571 instructions and 32 HGMMA per step against the transposed mma.sync chain's 255, 659 and 128 HMMA
-# + 74 LDSM; 106 KB of shared memory, 2 CTAs per SM): no failing element, errors unchanged; T = 8192 104.3 -> 100.7
-# (BV32, 2 stages), 95.6 (BV64, 2 stages: 115 KB, half the CTAs; 2 CTAs per SM, round 35's probe), 122.0 (BV32,
-# 3 stages: 156 KB, 1 CTA per SM); BV16 124.3; BV32 on the N <= 15 rows 3028/5 +0.0, 3999/13 +1.8, 4124/15 -5.3 (not
-# adopted then; adopted after rounds 34-35).
-# Round 31 (logs/prefill_sweep_r31.json, at 5fa8d1f): BV64 again 105.5 -> 96.9 at T = 8192 (faster on 14 of 16; N = 20
-# +11: 320 CTAs, 1.2 waves of 264, hence the row from N = 25); BV64 with 1 stage 114.7, with 8 warps
-# 127.3 / 141.5 (1 / 2 stages), BV128 with 8 warps and 1 stage 148.0 (34 B of spills); BV64 on the N = 5..15 calls
-# +1.9..+17. BV32 with 1 stage: an illegal memory access (Triton 3.6; cf. round 13), hence a GPU test per wgmma row.
-# The fused launch's chain role untransposed on wgmma (cfg "prep_mma_v3", one compile with the prep role; the
-# 1401-2999 row gains the wgmma prep role too): the 53 fused calls 27.3 -> 25.4 us (N = 2 -1.2..-4.7, 1377/1 -9.0,
-# 1401-2999 tokens -5..-8; N = 1 up to 134 tokens +0.0..+0.3, N = 3 below 300 tokens +3.5); at BV32: N = 3 202-294
-# tokens -2.6..-3.6 against the table, 661/3 -2.6, 973/3 +1.0 / -0.1. Adopted: BV16 for the fused rows, BV32 for N = 3.
-# Round 32 (logs/prefill_sweep_r32.json, at 44f0fef, the 4 segment calls): the segment walks untransposed on wgmma,
-# 2 stages: 2107/1 67.4 -> 65.8, 3271/2 86.4 -> 85.7, 5709/2 152.5 -> 158.4 (2040/2, the first call of each process,
-# 85.0 -> 69.3: both inflated, its harness value was 72.6); 3 stages (1 CTA per SM) +17..+35. Adopted below 3000
-# tokens. The harness pass at ac2c981 then measured 2107/1 76.4 and 2040/2 76.4 against cf00160's 65.9 and 72.6;
-# round 33 (interleaved, three times each) settled it: the 4 segment calls 91.5 on wgmma against 92.3 us.
-# Harness pass at ac2c981 (rounds 30-32 in): all 100: 36.9 us (T < 512 19.3 -> 17.7, T < 2048 44.5 -> 41.1), T = 8192
-# 95.8 us (86.8-103.9, against cf00160's 105.2, 93.1-118.6).
-# Rounds 33-36 (logs/prefill_sweep_r3{3,...,6}.json, session 22, each candidate in its own process; the first call of
-# a process reads up to ~6 us high, so the 3000-token call, first in rounds 34-36, is not evidence): cfg "prep_pair"
-# (one prep CTA per q/k head sharing K K^T and Q K^T, 238 registers) +5.5 at T = 8192; the fused launch from 3000
-# tokens on wgmma +41 (BV64) / +57 (BV32); the prep's diagonal blocks 8 / 4 / 2 wide +4.5 / +6.7 / +6.7 on the mean
-# (registers 163-167 -> up to 198: 2 CTAs per SM instead of 3; at equal occupancy the prep time did not move,
-# logs/prefill_diag6_sb*.json); the prep with 8 warps +39; cfg "kq_in" (the chain reads k and q from the inputs, the
-# prep writes no fp16 copies) the prep -3.6 us at T = 8192 but the chain +4..+23 (BV64: 30 B of spills, k and q not
-# staged through shared memory). Removed from the kernel after their rounds: prep_pair, kq_in. Adopted: wgmma BV32
-# for N = 5..15 (4124/15 66 -> 58 in three runs, 3999/13 -1). Occupancy probe (logs/prefill_occupancy.json): the prep
-# 163-167 registers, 33 KB, 3 CTAs per SM; the BV64 chain 254 registers, 115 KB, 2 CTAs per SM. Per launch at
-# T = 8192 (logs/prefill_diag7_table.json, profiler): prep 34-42 us (~0.23 us per workspace slot), chain 53-67.
-# Harness pass at cc3c1a0 (the N = 5..15 wgmma row): all 100: 36.9 us, T = 8192 96.0 us (86.8-104.3), 4124/15
-# 66.1 -> 57.1, 3999/13 64.0 -> 62.0, 3028/5 63.3 -> 65.2.
-# Session 23, on the T = 8192 target (each call <= 80 us; missed: 86.8-104.3). Timelines (logs/prefill_timeline_r39*,
-# scripts/prefill_timeline.py, profiler, cold L2) put the prep at 34-39 us and the chain at 48-66 us on the 16 calls;
-# the span grows ~2 us per chunk of the call's longest sequence (11 chunks: 86-93 us, 18-19 chunks: 101-104). A lone
-# sequence's chain (16-32 CTAs alone on the GPU) takes 2.25 us per 64-token step at BV64 (wgmma), 1.82 at BV32 (wgmma),
-# 1.72 at the transposed BV32, plus 2-3 us; with the call's other CTAs on its SMs the 19-chunk chain takes 66 us
-# against 46 alone. Prep + that chain alone come to 82 us at BV64 and 72 at the transposed BV32 (in whole calls neither
-# BV32 chain beat BV64 by more than ~4 us on them, round 30), so the target leaves almost nothing for sharing the GPU:
-# it needs a shorter step (Nsight Compute, logs/ncu_efff8b5, the lone BV64 chain: 36 % of the warp samples wait on
-# memory, 16 % at one instruction, the step's wait for its pipelined workspace loads; at 8192/34 the code run once per
-# CTA, mostly waiting for the state slice, takes 25 %), not scheduling. Tried and removed:
-#   round 37 (logs/prefill_sweep_r37.*): cfg "early" = K, the K longest sequences walked by a second chain launch on a
-#     high-priority stream while the prep runs (the prep prepared and flagged their slots first): K = 2 -2..-6 us on
-#     the calls with the longest sequences, +4..+10 elsewhere; K = 4 and 8 worse. Timelines (logs/
-#     prefill_timeline_r38.*): its CTAs started 15-25 us after the prep, the prep took 6-24 us longer, and its steps
-#     under the prep were ~1.5x slower.
-#   round 39 (logs/prefill_sweep_r39.*, pass experiments/21b338c): the prep taking a sequence's bounds from the
-#     cu_seqlens vector it loads (one dependent load less per CTA): within +-1 us; cfg "state_pf", the chain's state
-#     slices prefetched into L2 two CTAs per SM ahead (the first by the prep's last CTAs): +2..+5 us at T = 8192 (the
-#     pass: all 100 37.5 us, T = 8192 99.3 against 96.0).
-# Session 24, same target. Round 40 (logs/prefill_sweep_r40.*, timelines logs/prefill_timeline_r40.json, at 6680df0):
-# cfg "wu", the prep's Tm half storing W = Tm diag(beta gamma) K and U = Tm diag(beta) V (fp16, +32 KB per slot and
-# head) so that the transposed chain computes X = U - W H: two H-dependent dot stages per step instead of three, every
-# left operand from registers. Correct (0 failing elements, state max error 0.00103 against 0.00084), but the 19 two-
-# launch calls from N = 5 took 118.8-130.3 us against the table's 90.7 on the mean; at 8192/34 the prep went from 37 to
-# 63-67 us (88 on mma.sync) while the chain went from 65 to 63-64 (06f21bb1: 54 -> 53, c2931c92: 49 -> 48): the step
-# is not bound by its number of dot stages. Its W/U column blocks of 32 on wgmma made an illegal memory access (blocks
-# of 64 or 128 on wgmma, or 32 on mma.sync, did not). Removed. The prep's parts (logs/prefill_prep_diag_r40.json,
-# scripts/prefill_prep_diag.py: copies of this module with parts taken out, timing only), at 8192/34 and 8192/56: whole
-# 36.7 / 38.6 us; the Tm CTAs alone 32.8 / 33.5, the P CTAs alone 15.3 / 15.6, neither role 2.3 / 2.5; without the Tm
-# solve (K K^T stored instead) 23.6 / 24.2; without the k and q copies 33.8 / 35.8; without the gate block 34.1 /
-# 36.0. The chain in such a call (Nsight Compute, logs/ncu_efff8b5) is latency-bound: 1.8 active warps per scheduler
-# (2 CTAs per SM), DRAM 24 %, L2 35 %, L2 hit rate 42 %.
-# Round 41 (logs/prefill_timeline_r41.json, at 9d0a6aa, the 19 calls from 3028 tokens, table / candidate / table):
-# cfg "l2", L2 hints (the prep's k and q loads evict_first, its workspace stores evict_last, the chain's state in and
-# out evict_first): T = 8192 span 96.9 against 94.9 / 93.8 us, the prep 40.2 against 37.4, the chain 55.7 against
-# 56.4 / 55.3. Removed.
-# Round 42 (logs/prefill_sweep_r42.*, at 6312c52, all 100 calls, old and new twice, each in its own process): the
-# split prep's P CTAs writing the fp16 k and q copies and the gate block (the Tm CTAs, the launch's long pole, did k and
-# the gates; 167 registers, still 3 CTAs per SM): 36.76 against 36.94 us on the mean, T = 8192 95.7 / 95.8 against
-# 96.4 / 96.2, T < 512 -0.5, T < 2048 +0.2..+0.3: within what separates two runs of one table elsewhere. Not adopted.
+# Launch table, keyed on host-known quantities only (T = total tokens, N = sequences: the longest sequence is not
+# known without a host sync); rows (max_T, max_N, config) are scanned in order, the first match wins. Every row was
+# chosen on H200 (132 SMs) timings of the 100 contest shapes and checked against a float64 reference (official rule,
+# 0 failing elements; output and state max abs error ~1e-3 up to T = 8192, N = 57 and a 5258-token sequence); the
+# figures behind each row, and the candidates that lost, are in docs/kernels/prefill.md.
+#   T <= 16: one launch, C = 16 (SB = 8): T bounds the longest sequence, so every sequence is one 16-token chunk
+#   T < 180: one launch, C = 32, BV = 32 (measured faster than the fused launch below ~180 tokens), except
+#             N = 1 from 33 tokens and N = 2 from 65 tokens: fused, below
+#   180 <= T < 3000: fused (the two launches' roles in one launch: no host time between them; transposed chain
+#             off sm_90; BV = 16, or 32 for N = 3; 3 stages up to 1400 tokens with N <= 3, else 2; up to 1400
+#             tokens its prep role is split into Tm and P tickets), except N <= 2 from 1401 tokens: segments
+#   N <= 2 from 1401 tokens: three launches (_SEG_CFG; 3 stages from 3000 tokens): the prep, then each sequence
+#             cut into 3 segments walked in parallel by two launches (_gdn_seg_kernel: the first finds each
+#             segment's affine state map, the second walks each segment from its start state), so the serial
+#             walk is ~2/3 of the chain's
+#   T >= 3000: two launches (ws): Tm and P of every (chunk, head) in parallel first (the prep's CTAs compute Tm or
+#             P, "prep_split", on wgmma), then the serial per-sequence chain: BV = 16, untransposed, 3 stages
+#             (N <= 4: few sequences, so more V slices), BV = 32 on wgmma (N = 5..15), the transposed BV = 32 with
+#             3 stages (N = 16..24), or BV = 64 on wgmma (N >= 25: at N = 20 its 320 CTAs would be 1.2 waves of
+#             the 264 that fit at once)
+#   every row from 33 tokens but the one-launch rows: cfg "f16"
+#   on an sm_90 GPU (_wg): the fused rows, the N <= 2 segment row below 3000 tokens and the N = 5..15 and N >= 25
+#             two-launch rows run the chain untransposed on wgmma, 2 stages; off sm_90 each runs the config it
+#             replaced ("no_wgmma")
 # B200 (148 SMs, sm_100a): UNMEASURED. The thresholds (16, 32, 64, 180, 1400, 3000 tokens, N = 1/2/3/4/15/24), the
 # V splits and the segment count (3: its first launch has 24 CTAs per head and sequence, 192 for one sequence,
 # within the 264 that fit at once on 132 SMs; 148 SMs fit 296) come from H200 timings only; every entry is
 # correct on any GPU (same code, mma.sync path), with two differences: the prep of the two-launch rows and of the
 # fused rows up to 1400 tokens is wgmma on the H200 and mma.sync on a B200 (MMAv5 stays off); and the rows built by
-# _wg run their "no_wgmma" config there (the H200 table before rounds 30-32), since their untransposed chains were
-# tuned for wgmma only (at BV64 on mma.sync the chain spills: round 3); those mma.sync builds of the split prep
+# _wg run their "no_wgmma" config there (the H200 table's mma.sync configs), since their untransposed chains were
+# tuned for wgmma only (at BV64 on mma.sync the chain spills); those mma.sync builds of the split prep
 # passed their GPU tests on the H200 (test_gpu_prep_variants, test_gpu_fused_prep_knobs), and so did every "no_wgmma"
 # config (test_gpu_wgmma_rows). The cfg "f16" builds for sm_100 (chain, fused, segment and prep kernels) compile
 # offline without spills; fp16 mma.sync exists there too.
@@ -1301,18 +995,18 @@ _TWO_LAUNCH_WIDE_CFG = dict(_TWO_LAUNCH_T_CFG, BV=32)
 _FUSED_CFG = dict(C=64, BV=16, SB=16, num_warps=4, num_stages=2, ws=True, ws_p=True, fused=True, trans=True,
                   prefetch=True, f16=True)
 _FUSED_3STAGE_CFG = dict(_FUSED_CFG, num_stages=3)
-# up to 1400 tokens the fused launch's prep role is split into Tm and P tickets on wgmma (round 17)
+# up to 1400 tokens the fused launch's prep role is split into Tm and P tickets on wgmma
 _FUSED_SPLIT_CFG = dict(_FUSED_CFG, prep_split=True, prep_mma_v3=True)
 _FUSED_3STAGE_SPLIT_CFG = dict(_FUSED_3STAGE_CFG, prep_split=True, prep_mma_v3=True)
-_TWO_LAUNCH_LPT_CFG = dict(_TWO_LAUNCH_CFG, lpt=True)     # longest first below _LPT_MIN_N too (round 21)
-# each sequence in 3 segments walked by two launches after the prep (_gdn_seg_kernel; rounds 23/24); segments
-# take sequences in index order (_launch ranks none for them)
+_TWO_LAUNCH_LPT_CFG = dict(_TWO_LAUNCH_CFG, lpt=True)     # longest first below _LPT_MIN_N too
+# each sequence in 3 segments walked by two launches after the prep (_gdn_seg_kernel); segments take sequences in
+# index order (_launch ranks none for them)
 _SEG_CFG = dict(_TWO_LAUNCH_T_CFG, num_stages=2, segs=3, seg_bv=16)
-_SEG_3STAGE_CFG = dict(_SEG_CFG, num_stages=3)       # from 3000 tokens (round 28)
+_SEG_3STAGE_CFG = dict(_SEG_CFG, num_stages=3)       # from 3000 tokens
 
 
 def _wg(cfg, **change):
-    """cfg with `change`: an untransposed chain whose dots lower to Hopper wgmma (rounds 30-32). Off sm_90 (no
+    """cfg with `change`: an untransposed chain whose dots lower to Hopper wgmma. Off sm_90 (no
     wgmma; a B200 would lower the same source to mma.sync, untuned there) _launch runs cfg itself ("no_wgmma")."""
     return dict(cfg, trans=False, **change, no_wgmma=cfg)
 
@@ -1325,7 +1019,7 @@ _FUSED_WG_SPLIT_CFG = _wg(_FUSED_SPLIT_CFG)
 _FUSED_WG_CFG = _wg(_FUSED_CFG, prep_mma_v3=True)
 _SEG_WG_CFG = _wg(_SEG_CFG, chain_mma_v3=True)
 _TWO_LAUNCH_WG_CFG = _wg(_TWO_LAUNCH_WIDE_CFG, BV=64, num_stages=2, chain_mma_v3=True)
-_TWO_LAUNCH_WG32_CFG = _wg(_TWO_LAUNCH_T_CFG, BV=32, num_stages=2, chain_mma_v3=True)    # N = 5..15 (r34/r35)
+_TWO_LAUNCH_WG32_CFG = _wg(_TWO_LAUNCH_T_CFG, BV=32, num_stages=2, chain_mma_v3=True)    # N = 5..15
 _LAUNCH_TABLE = [
     (16, None, _ONE_LAUNCH_C16_CFG),
     (32, None, _ONE_LAUNCH_CFG),
@@ -1343,16 +1037,12 @@ _LAUNCH_TABLE = [
     (None, 24, _TWO_LAUNCH_WIDE_CFG),
     (None, None, _TWO_LAUNCH_WG_CFG),
 ]
-# From this many sequences on, CTAs take sequences longest first (_longest_first). Round 4
-# (results/h200/logs/prefill_sweep_r4.json, official span, twice each, interleaved): on for all,
-# T = 8192 216.5 -> 204.6 us, 4124/15 and 3999/13 144/154 -> 125/122 us (several waves of CTAs:
-# the longest chains no longer start last), but the rank costs ~1 us in every CTA's prologue, which
-# short calls pay (T < 64 11.4 -> 12.4, T < 2048 +3..6 us): mean 69.2 (off) / 69.1 (on) / 66.8
-# (on from N = 8; every workload with N >= 8 has T >= 3999). The b4c4cc7 pass (results/h200/
-# experiments) ran it on for all: 68.9 us.
+# From this many sequences on, CTAs take sequences longest first (_longest_first): with several waves of CTAs the
+# longest chains then no longer start last, but ranking costs every CTA's prologue time that short calls pay; every
+# contest workload with N >= 8 has T >= 3999 (figures: docs/kernels/prefill.md).
 _LPT_MIN_N = 8
-# the ablation's own best launch config (same kernel, grid formula and dispatch; H200 sweep of
-# BV in {16, 32} x warps in {1, 2, 4}: BV=16 with one warp per CTA was fastest)
+# the ablation's own best launch config (same kernel, grid formula and dispatch; of BV in {16, 32} x warps in
+# {1, 2, 4} timed on the H200, BV=16 with one warp per CTA was fastest)
 _RECURRENT_CFG = dict(C=64, BV=16, num_warps=1, num_stages=1)
 
 # Triton 3.6 miscompiles the one-launch chunk loop when its dots are lowered to Hopper wgmma
@@ -1365,18 +1055,17 @@ _RECURRENT_CFG = dict(C=64, BV=16, num_warps=1, num_stages=1)
 _MMA_ENV = {"DISABLE_MMA_V3": "1", "DISABLE_MMA_V5": "1"}
 # Config key "prep_mma_v3" (the two-launch rows) leaves MMAv3 enabled for the prep launch only: Hopper
 # wgmma for its dots (offline sm_90: 217 registers and 3008 instructions against 255 and 3712; split
-# (below) 164 registers). Its outputs pass the GPU tests and round 13's float64 checks. MMAv5 stays
-# disabled, so on a B200 the prep is the validated mma.sync build. The chain with wgmma (round 13, at
-# 8f12793: the untransposed chain, 1 stage, offline 225 registers and 1054 instructions per step at
-# BV32 against 1383) was miscompiled like the one-launch loop: wrong outputs at BV16 (max abs error
-# 0.19), an illegal memory access at BV32. So the chain kept _MMA_ENV until the f16 chain (round 30): cfg
-# "chain_mma_v3" (the rows built by _wg) lowers the untransposed f16 chain with 2 stages to wgmma; it passed the
-# float64 checks of rounds 30-32 and its GPU tests (test_gpu_wgmma_rows), while the same chain with 1 stage at BV32
-# still made an illegal memory access (round 31), so the key is used only as measured. The fused launch with the key
-# (rows up to 1400 tokens, round 17) compiles its prep role's dots to wgmma; with the transposed chain its chain
-# role's dots have BV = 16 rows, too few for wgmma, so they stay mma.sync (offline sm_90 SASS: HGMMA in the prep
-# role only), while the untransposed chain role of the _wg rows (C = 64 rows) is wgmma too; both pass their GPU
-# tests and float64 checks (rounds 17, 31). (Upstream
+# (below) 164 registers). Its outputs pass the GPU tests and the float64 checks. MMAv5 stays
+# disabled, so on a B200 the prep is the validated mma.sync build. The chain with wgmma (the untransposed
+# chain, 1 stage, offline 225 registers and 1054 instructions per step at BV32 against 1383) was
+# miscompiled like the one-launch loop: wrong outputs at BV16 (max abs error 0.19), an illegal memory
+# access at BV32. So the chain kept _MMA_ENV until the f16 chain: cfg "chain_mma_v3" (the rows built by _wg)
+# lowers the untransposed f16 chain with 2 stages to wgmma; it passed the float64 checks and its GPU tests
+# (test_gpu_wgmma_rows), while the same chain with 1 stage at BV32 still made an illegal memory access, so the
+# key is used only as measured. The fused launch with the key (rows up to 1400 tokens) compiles its prep role's
+# dots to wgmma; with the transposed chain its chain role's dots have BV = 16 rows, too few for wgmma, so they
+# stay mma.sync (offline sm_90 SASS: HGMMA in the prep role only), while the untransposed chain role of the _wg
+# rows (C = 64 rows) is wgmma too; both pass their GPU tests and float64 checks. (Upstream
 # reports of the same class: triton-lang/triton #10486 and #11366, several tl.dot on sm_90 wgmma, illegal
 # accesses from Triton 3.6 on.)
 _MMA_V3_ENV = {"DISABLE_MMA_V3": None, "DISABLE_MMA_V5": "1"}
@@ -1411,7 +1100,7 @@ def _workspace(name, numel, dtype, device, zero=False):
 
 
 def _pick(T, N, table=None):
-    """The config of the first row of `table` (default: _LAUNCH_TABLE; the sweeps pass earlier tables)
+    """The config of the first row of `table` (default: _LAUNCH_TABLE; the tuning scripts pass earlier tables)
     that takes T tokens in N sequences; the last row has no bounds, so some row always matches."""
     return next(cfg for max_t, max_n, cfg in (table or _LAUNCH_TABLE)
                 if (max_t is None or T <= max_t) and (max_n is None or N <= max_n))
@@ -1536,7 +1225,7 @@ def _launch(algo, q, k, v, state, A_log, a, dt_bias, b, cu_seqlens, scale, outpu
         stream = torch.cuda.current_stream(q.device).cuda_stream
         for run, argv in ready:
             run(*argv, stream=stream)
-    else:   # the plain path (older Triton; the sweeps measure the gap with it)
+    else:   # the plain path (older Triton; the tuning scripts measure the gap with it)
         compiled = []
         for fn, grid, args, opts in launches:
             with _launch_env(args.get("MMA_V3", False)):
