@@ -133,8 +133,9 @@ def cuda_lib_dir():
 
 
 def check_signature(fn, n_inputs, n_outputs, dps):
-    """The official check: the callable must bind n_in + n_out (DPS) or n_in positional arguments;
-    extra defaulted parameters are fine. Returns the official message, or None when it fits."""
+    """The official check (FIB compile/builder.py _try_validate_signature): the callable must bind n_in + n_out
+    (DPS) or n_in positional arguments, extra defaulted parameters are fine; a value-returning callable's return
+    annotation must fit n_out. Returns the official message, or None when it fits."""
     expected = n_inputs + n_outputs if dps else n_inputs
     try:
         sig = inspect.signature(fn)
@@ -146,4 +147,22 @@ def check_signature(fn, n_inputs, n_outputs, dps):
         style = "Destination-passing" if dps else "Value-returning"
         return (f"{style} style callable: expected {expected} positional parameters, "
                 f"but signature '{sig}' is incompatible: {exc}")
+    return None if dps else return_annotation_problem(sig.return_annotation, n_outputs)
+
+
+def return_annotation_problem(annotation, n_outputs):
+    """FIB's rule on a value-returning callable's return annotation, with its messages: a tuple[...] must have
+    n_outputs elements, None means no outputs, anything else (a string too) one output."""
+    if annotation is inspect.Signature.empty:
+        return None
+    if getattr(annotation, "__origin__", None) is tuple:
+        args = getattr(annotation, "__args__", None)
+        if args is not None and len(args) != n_outputs:
+            return (f"Value-returning style callable with {n_outputs} outputs must return a {n_outputs}-element "
+                    f"tuple, got {annotation}")
+    elif annotation is None:
+        if n_outputs != 0:
+            return f"Value-returning style callable with {n_outputs} outputs must not return None"
+    elif n_outputs != 1:
+        return f"Value-returning style callable returning non-tuple must only have one output, got {n_outputs}"
     return None

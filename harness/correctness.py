@@ -31,9 +31,6 @@ class OutputCheck:
 def check_output(name, out, ref, tol=Tolerance()):
     """Shape, then exact dtype, then inf, then NaN, then the element rule: an element fails only if
     abs > atol AND rel > rtol; the tensor fails if the passing fraction is below the required ratio."""
-    if not isinstance(out, torch.Tensor):
-        return OutputCheck(Status.INCORRECT_SHAPE, math.nan, math.nan, 0.0,
-                           f"output '{name}' is {type(out).__name__}, not a tensor", True)
     if tuple(out.shape) != tuple(ref.shape):
         return OutputCheck(Status.INCORRECT_SHAPE, math.nan, math.nan, 0.0,
                            f"output '{name}' shape {tuple(out.shape)} != expected {tuple(ref.shape)}", True)
@@ -67,29 +64,30 @@ def merge_max(a, b):
 
 
 def normalize_outputs(result, output_names, dtypes=None, device=None):
-    """A value-returning result as a list in output order, as the official normaliser accepts it:
-    a dict by output name, a single tensor (one output only), a scalar, or a tuple/list."""
+    """A value-returning result as a list of tensors in output order, by the official rule (FIB
+    evaluators/utils.py normalize_result): a tuple/list with one value per output, or a single value when there
+    is one output; a value that is not a tensor goes through torch.tensor. Anything else raises, so the official
+    status is RUNTIME_ERROR."""
     n = len(output_names)
-    if isinstance(result, dict):
-        missing = [k for k in output_names if k not in result]
-        if missing:
-            raise RuntimeError(f"Returned dict lacks outputs {missing}")
-        result = [result[k] for k in output_names]
-    elif isinstance(result, torch.Tensor):
-        if n != 1:
-            raise RuntimeError("Single Tensor returned but multiple outputs are defined")
-        result = [result]
-    elif isinstance(result, (int, float, bool)):
-        result = [result]
-    elif isinstance(result, (tuple, list)):
+    if isinstance(result, dict):  # FIB would call torch.tensor(dict), or count it as one value: it fails
+        raise RuntimeError(f"returned a dict (keys {list(result)}); the official evaluator accepts a tensor or a "
+                           f"tuple/list of the {n} outputs {list(output_names)} in order, so it is a RUNTIME_ERROR")
+    if isinstance(result, (tuple, list)):
         if len(result) != n:
             raise RuntimeError(f"Tuple/list has {len(result)} elements but {n} outputs expected")
-        result = list(result)
+        values = list(result)
+    elif n != 1:
+        raise RuntimeError(f"Single value returned but {n} outputs expected")
     else:
-        raise RuntimeError("Unexpected return type; must be Tensor, scalar, or dict[name -> Tensor/scalar]")
-    out = []
-    for i, r in enumerate(result):
-        if isinstance(r, (int, float, bool)) and not isinstance(r, torch.Tensor):
-            r = torch.tensor(r, dtype=dtypes[i] if dtypes else None, device=device)
-        out.append(r.to(device) if device is not None and isinstance(r, torch.Tensor) else r)
-    return out
+        values = [result]
+    return [to_tensor(v, name, dtypes[i] if dtypes else None, device)
+            for i, (name, v) in enumerate(zip(output_names, values))]
+
+
+def to_tensor(value, name, dtype, device):
+    if isinstance(value, torch.Tensor):
+        return value.to(device) if device is not None else value
+    if value is None:  # torch.tensor(None) raises in FIB: said plainly here
+        raise RuntimeError(f"output '{name}' is None; the official evaluator makes each returned value a tensor "
+                           "(torch.tensor), which fails on None, so it is a RUNTIME_ERROR")
+    return torch.tensor(value, dtype=dtype, device=device)

@@ -97,13 +97,8 @@ def dumps(obj, **kw):
 
 
 def write_json_atomic(path, obj):
-    """Write a whole JSON file through a temporary file and rename: readers never see half a file."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
-    with os.fdopen(fd, "w", encoding="utf-8") as f:
-        f.write(dumps(obj, indent=2) + "\n")
-    os.replace(tmp, path)
+    """Write a whole JSON file (mode 0644, not mkstemp's 0600) atomically: readers never see half a file."""
+    write_text_atomic(path, dumps(obj, indent=2) + "\n")
 
 
 def write_text_atomic(path, text):

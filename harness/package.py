@@ -1,14 +1,18 @@
-"""`make package`: submission/<definition>/ (starter-kit layout) -> one contest solution.json each.
+"""`make package`: submission/<definition>/ (starter-kit layout) -> one contest solution.json each, under --out only.
 
-Validated before anything is written: the definition exists, the entry point exists with a signature
-that fits its style (checked on the source, without running it), every file under solution/<language>/
-is packed with its relative path, no path is absolute or climbs out. Differs from the starter kit's
-packer on purpose in one way, printed when it applies: files in subfolders are packed too (the kit's
-packer takes the top level only, so a solution with subfolders would lose files)."""
+Validated before anything is written: config.toml's tables, keys and types; one kit per definition; the
+definition exists; FlashInfer-Bench's loader rules (Solution.from_json); the entry point exists with a signature
+that fits its style and, for a value-returning one, a return annotation FIB's build accepts (both read from the
+source, without running it); every file under solution/<language>/ is packed with its relative path, no path is
+absolute or climbs out. Differs from the starter kit's packer on purpose in one way, printed when it applies:
+files in subfolders are packed too (the kit's packer takes the top level only, so a solution with subfolders
+would lose files)."""
 import ast
+import inspect
 import re
 from pathlib import Path
 
+from harness.builders import return_annotation_problem
 from harness.dataset import Dataset
 from harness.jsonio import DataError, write_json_atomic
 from harness.starter_kit import is_starter_kit, load_starter_kit
@@ -16,56 +20,119 @@ from harness.starter_kit import is_starter_kit, load_starter_kit
 REPO = Path(__file__).resolve().parent.parent
 
 
-def python_entry_params(source, symbol, where):
-    """Positional parameter counts (required, total, has *args) of a top-level def, read from the AST."""
+def entry_def(source, symbol, where):
+    """The module's AST and the top-level def of `symbol`; None for the def when `symbol` is bound another way
+    (e.g. an alias): the harness checks that one when it builds it."""
     try:
         tree = ast.parse(source)
     except SyntaxError as exc:
         raise DataError(f"{where}:{exc.lineno}", f"syntax error: {exc.msg}") from None
     for node in tree.body:
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name == symbol:
-            a = node.args
-            positional = a.posonlyargs + a.args
-            return len(positional) - len(a.defaults), len(positional), a.vararg is not None
+            return tree, node
         if isinstance(node, ast.Assign) and any(isinstance(t, ast.Name) and t.id == symbol for t in node.targets):
-            return None  # bound at import time (e.g. an alias): checked when the harness builds it
+            return tree, None
     raise DataError(where, f"entry point function '{symbol}' is not defined at the top level")
+
+
+def parameters_problem(node, expected, n_in, n_out, dps, symbol):
+    """The official positional bind, read off the def: None when `expected` positional arguments fit."""
+    a = node.args
+    positional = a.posonlyargs + a.args
+    required, total = len(positional) - len(a.defaults), len(positional)
+    if required <= expected and (a.vararg is not None or expected <= total):
+        return None
+    style = "Destination-passing" if dps else "Value-returning"  # FIB's words, then what the def takes
+    return (f"{style} style callable: expected {expected} positional parameters ({n_in} inputs"
+            f"{f' + {n_out} outputs' if dps else ''}), but '{symbol}' takes {required} required of {total}")
+
+
+# Annotations whose value is known without running the module: FIB's check looks only at whether it is None,
+# a tuple[...] (and its length) or anything else.
+TUPLE_NAMES = {"tuple", "Tuple"}
+
+
+class StaticTuple:
+    """Stands in for a `tuple[...]` annotation read from the source: FIB's check reads __origin__ and __args__."""
+    __origin__ = tuple
+
+    def __init__(self, text, n):
+        self.text, self.__args__ = text, (object,) * n
+
+    def __str__(self):
+        return self.text
+
+
+def static_annotation(tree, node):
+    """What inspect.signature would give as the def's return annotation, where the source alone says; None
+    when it depends on names the module binds (an alias), so it is left to the build-time check."""
+    ann = node.returns
+    if ann is None:
+        return inspect.Signature.empty
+    future = any(isinstance(n, ast.ImportFrom) and n.module == "__future__" and
+                 any(a.name == "annotations" for a in n.names) for n in tree.body)
+    if future:  # every annotation stays a string, which FIB's check takes as "not a tuple"
+        return ast.unparse(ann)
+    if isinstance(ann, ast.Constant) and (ann.value is None or isinstance(ann.value, str)):
+        return ann.value
+    base = ann.value if isinstance(ann, ast.Subscript) else ann
+    name = base.id if isinstance(base, ast.Name) else base.attr if isinstance(base, ast.Attribute) else None
+    if isinstance(ann, ast.Subscript) and name in TUPLE_NAMES:
+        n = len(ann.slice.elts) if isinstance(ann.slice, ast.Tuple) else 1
+        return StaticTuple(ast.unparse(ann), n)
+    if name == "Tensor" and not isinstance(ann, ast.Subscript):
+        return ast.unparse(ann)  # torch.Tensor: not a tuple
+    return None
 
 
 def validate(solution, definition, where):
     spec = solution.spec
     n_in, n_out = len(definition.inputs), len(definition.outputs)
-    expected = n_in + n_out if spec.destination_passing_style else n_in
+    dps = spec.destination_passing_style
+    expected = n_in + n_out if dps else n_in
     sources = {s.path: s.content for s in solution.sources}
-    entry = sources[spec.entry_file]
+    entry, at = sources[spec.entry_file], f"{where}/{spec.entry_file}"
     if spec.language in ("python", "triton"):
-        params = python_entry_params(entry, spec.entry_symbol, f"{where}/{spec.entry_file}")
-        if params:
-            required, total, varargs = params
-            if not (required <= expected and (varargs or expected <= total)):
-                style = "destination-passing" if spec.destination_passing_style else "value-returning"
-                raise DataError(f"{where}/{spec.entry_file}", f"'{spec.entry_symbol}' takes {required} required of "
-                                f"{total} positional parameters; the {style} style needs {expected} "
-                                f"({n_in} inputs{f' + {n_out} outputs' if spec.destination_passing_style else ''})")
+        tree, node = entry_def(entry, spec.entry_symbol, at)
+        if node is None:
+            return
+        problem = parameters_problem(node, expected, n_in, n_out, dps, spec.entry_symbol)
+        annotation = None if dps else static_annotation(tree, node)
+        if problem is None and annotation is not None:
+            problem = return_annotation_problem(annotation, n_out)
+        if problem:
+            raise DataError(at, f"{problem} (the official build-time check; it gives COMPILE_ERROR)")
     elif not re.search(rf"\b{re.escape(spec.entry_symbol)}\b", entry):
-        raise DataError(f"{where}/{spec.entry_file}", f"entry symbol '{spec.entry_symbol}' does not appear in the "
-                                                      "entry file")
+        raise DataError(at, f"entry symbol '{spec.entry_symbol}' does not appear in the entry file")
+
+
+def definition_of(dataset, solution, cfg_path):
+    known = dataset.definitions
+    if solution.definition not in known:
+        raise DataError(cfg_path, f"[solution] definition: unknown definition {solution.definition!r} (not in "
+                                  f"{dataset.root / 'definitions'})", f"one of {sorted(known)}")
+    return known[solution.definition]
 
 
 def package(submission=REPO / "submission", out=REPO / "results" / "package", dataset=None):
-    """Validate every starter-kit folder under `submission`, then write <out>/<definition>/solution.json."""
+    """Validate every starter-kit folder under `submission`, then write <out>/<definition>/solution.json;
+    nothing is written anywhere else."""
     dataset = dataset or Dataset()
     folders = [p for p in sorted(Path(submission).iterdir()) if is_starter_kit(p)]
     if not folders:
         raise DataError(submission, "no starter-kit folder (config.toml + solution/<language>/) found")
-    packed = []
+    packed = {}
     for folder in folders:  # validate all before writing any
         sol = load_starter_kit(folder)
-        definition = dataset.definition(sol.definition)
+        definition = definition_of(dataset, sol, folder / "config.toml")
+        if sol.definition in packed:  # both would write <out>/<definition>/solution.json
+            raise DataError(folder / "config.toml", f"[solution] definition {sol.definition!r} is also packed from "
+                                                    f"{packed[sol.definition][0]}; one kit per definition per run",
+                            "move one of the two folders out of the submission folder")
         validate(sol, definition, folder / "solution" / sol.spec.language)
-        packed.append((folder, sol))
+        packed[sol.definition] = (folder, sol)
     written = []
-    for folder, sol in packed:
+    for _, sol in packed.values():
         path = Path(out) / sol.definition / "solution.json"
         write_json_atomic(path, sol.to_json())
         nested = [s.path for s in sol.sources if "/" in s.path]
@@ -110,9 +177,10 @@ def main(argv=None):
     except DataError as exc:
         print(f"error: {exc}")
         return 2
-    print(f"{write_ablation()}: the prefill ablation (not part of the submission), regenerated")
     for path, sol, nested in written:
         print(f"{path}: {sol.name} ({sol.definition}), {len(sol.sources)} source file(s), entry {sol.spec.entry_point}")
+        for note in sol.notes:
+            print(f"  warning: {note}")
         if nested:
             print(f"  note: packed files in subfolders {nested}; the starter kit's packer would have left them out")
     return 0

@@ -40,9 +40,55 @@ class BuildSpec:
 
 def check_source_path(path, where):
     p = PurePosixPath(path)
-    if not path or p.is_absolute() or ".." in p.parts or "\\" in path:
-        raise DataError(where, f"source path {path!r} must be relative, without '..' or backslashes",
+    if not path or p.is_absolute() or ".." in p.parts:
+        raise DataError(where, f"source path {path!r} must be relative, without '..'",
                         "use a path like 'kernel.py' or 'sub/helper.py'")
+    if "\\" in path:  # FIB takes it, but it names a different file on Windows than on Linux
+        raise DataError(where, f"source path {path!r} contains a backslash; this harness refuses it, stricter than "
+                               "FlashInfer-Bench's loader (which accepts it)", "use '/' between folders")
+
+
+def official_rule(where, name, problem, hint=None):
+    """What FIB's pydantic models refuse (data/solution.py): the whole official dataset load fails on it."""
+    return DataError(where, f"solution '{name}': {problem}; FlashInfer-Bench's loader refuses it, so the official "
+                            "dataset load would fail", hint)
+
+
+def non_empty(f, key, name, prefix=""):
+    value = f.req(key, str, prefix)
+    if not value:
+        raise official_rule(f.where, name, f"'{prefix}{key}' is empty")
+    return value
+
+
+def target_hardware(s, name):
+    """FIB's BuildSpec: a list of at least one string, with no default."""
+    values = s.obj.get("target_hardware")
+    if not values:
+        raise official_rule(s.where, name, f"'spec.target_hardware' is missing or empty, got {values!r}",
+                            'give at least one, e.g. ["cuda"]')
+    if not isinstance(values, list) or not all(isinstance(v, str) for v in values):
+        raise official_rule(s.where, name, f"'spec.target_hardware' must be a list of strings, got {values!r}")
+    return values
+
+
+def dependencies(s, name):
+    """FIB's BuildSpec: a list of non-empty strings, [] when left out (null is not a list there either)."""
+    values = s.obj.get("dependencies", [])
+    if not isinstance(values, list) or not all(isinstance(v, str) and v for v in values):
+        raise official_rule(s.where, name, f"'spec.dependencies' must be a list of non-empty strings, got {values!r}")
+    return values
+
+
+def destination_passing(s, name):
+    """A JSON boolean, true when left out. FIB's pydantic also reads 0/1 and strings such as "false" as booleans;
+    refused here, so a quoted "false" cannot silently mean true anywhere."""
+    value = s.obj.get("destination_passing_style", True)
+    if not isinstance(value, bool):
+        raise DataError(s.where, f"solution '{name}': 'spec.destination_passing_style' must be true or false, got "
+                                 f"{value!r}; this harness refuses anything else, stricter than FlashInfer-Bench's "
+                                 "loader (which coerces 0/1 and strings like \"false\")", "write true or false")
+    return value
 
 
 @dataclass
@@ -53,39 +99,51 @@ class Solution:
     spec: BuildSpec
     sources: list[SourceFile]
     description: str | None = None
+    # What a loader read differently from what was written (e.g. a config.toml string taken as a list), for the
+    # caller to print; not part of the solution, so not in its JSON or its equality.
+    notes: list[str] = field(default_factory=list, compare=False, repr=False)
 
     @classmethod
     def from_json(cls, obj, where):
         f = Fields(obj, where, "solution")
-        name = f.req("name", str)
+        name = non_empty(f, "name", "")
         s = f.sub("spec", f"solution '{name}'")
         language = s.req("language", str, "spec.")
         if language not in LANGUAGES:
-            raise DataError(where, f"solution '{name}': 'spec.language' must be one of {LANGUAGES}, got {language!r}")
+            raise official_rule(where, name, f"'spec.language' must be one of {LANGUAGES}, got {language!r}")
         entry = s.req("entry_point", str, "spec.")
-        if entry.count("::") != 1 or not all(entry.split("::")):
-            raise DataError(where, f"solution '{name}': 'spec.entry_point' must be 'file.ext::symbol' with exactly "
-                                   f"one '::', got {entry!r}")
+        if entry.count("::") != 1:
+            raise official_rule(where, name, f"'spec.entry_point' must be 'file.ext::symbol' with exactly one '::', "
+                                             f"got {entry!r}")
+        if entry.endswith("::"):
+            raise DataError(where, f"solution '{name}': 'spec.entry_point' {entry!r} names no symbol; this harness "
+                                   "refuses it at load, stricter than FlashInfer-Bench, whose build fails on it "
+                                   "(COMPILE_ERROR)", "write 'file.ext::symbol'")
         binding = s.opt("binding", str)
         if binding is not None and binding not in BINDINGS:
-            raise DataError(where, f"solution '{name}': 'spec.binding' must be one of {BINDINGS} or null")
-        spec = BuildSpec(language, s.opt("target_hardware", list, []), entry, s.opt("dependencies", list, []),
-                         s.opt("destination_passing_style", bool, True), binding)
+            raise official_rule(where, name, f"'spec.binding' must be one of {BINDINGS} or null, got {binding!r}")
+        spec = BuildSpec(language, target_hardware(s, name), entry, dependencies(s, name),
+                         destination_passing(s, name), binding)
         sources, seen = [], set()
         for i, src in enumerate(f.req("sources", list)):
             sf = Fields(src, where, f"solution '{name}' sources[{i}]")
             path = sf.req("path", str)
             check_source_path(path, where)
             if path in seen:
-                raise DataError(where, f"solution '{name}': source path {path!r} appears twice")
+                raise official_rule(where, name, f"source path {path!r} appears twice")
             seen.add(path)
-            sources.append(SourceFile(path, sf.req("content", str)))
+            content = sf.req("content", str)
+            if not content:
+                raise official_rule(where, name, f"source file {path!r} is empty",
+                                    "delete the file, or put a comment in it")
+            sources.append(SourceFile(path, content))
         if not sources:
-            raise DataError(where, f"solution '{name}': 'sources' is empty")
+            raise official_rule(where, name, "'sources' is empty")
         if spec.entry_file not in seen:
-            raise DataError(where, f"solution '{name}': entry point file {spec.entry_file!r} is not among the "
-                                   f"sources {sorted(seen)}")
-        return cls(name, f.req("definition", str), f.req("author", str), spec, sources, f.opt("description", str))
+            raise official_rule(where, name, f"entry point file {spec.entry_file!r} is not among the sources "
+                                             f"{sorted(seen)}")
+        return cls(name, non_empty(f, "definition", name), non_empty(f, "author", name), spec, sources,
+                   f.opt("description", str))
 
     @classmethod
     def load(cls, path):

@@ -1,4 +1,5 @@
 """The contest starter-kit layout: config.toml + solution/{triton,cuda,python}/ -> a Solution."""
+import json
 import tomllib
 from pathlib import Path
 
@@ -7,6 +8,15 @@ from harness.solution import LANGUAGES, BuildSpec, Solution, SourceFile, check_s
 
 SKIP_PARTS = {"__pycache__", ".ipynb_checkpoints"}
 SKIP_SUFFIXES = {".pyc", ".pyo", ".so", ".o"}
+# Every key the harness reads, by table, with its TOML type. Anything else is refused: the official packer ignores
+# unknown keys, so a typo (entry_pont) would silently fall back to a default.
+CONFIG_KEYS = {
+    "solution": {"name": str, "definition": str, "author": str, "description": str},
+    "build": {"language": str, "entry_point": str, "target_hardware": list, "dependencies": list,
+              "destination_passing_style": bool, "binding": str},
+}
+REQUIRED = {"solution": ("name", "definition", "author"), "build": ("language", "entry_point")}
+STRICTER = "this harness refuses it, stricter than the official packer, which ignores what it does not know"
 
 
 def is_starter_kit(path):
@@ -14,24 +24,56 @@ def is_starter_kit(path):
 
 
 def read_config(folder):
+    """(config, path, notes): every table and key known and typed; notes say what was read differently."""
     path = Path(folder) / "config.toml"
     try:
         cfg = tomllib.loads(path.read_text(encoding="utf-8"))
     except tomllib.TOMLDecodeError as exc:
         raise DataError(path, f"invalid TOML: {exc}") from None
-    for table, keys in (("solution", ("name", "definition", "author")), ("build", ("language", "entry_point"))):
+    unknown = sorted(set(cfg) - set(CONFIG_KEYS))
+    if unknown:
+        raise DataError(path, f"unknown table or top-level key {unknown}; {STRICTER}",
+                        "config.toml has the tables [solution] and [build] only")
+    notes = []
+    for table, keys in CONFIG_KEYS.items():
         if not isinstance(cfg.get(table), dict):
             raise DataError(path, f"missing table [{table}]")
-        for key in keys:
+        unknown = sorted(set(cfg[table]) - set(keys))
+        if unknown:
+            raise DataError(path, f"[{table}] unknown key {unknown}; {STRICTER}",
+                            f"the keys of [{table}] are {sorted(keys)}")
+        for key in REQUIRED[table]:
             if not isinstance(cfg[table].get(key), str) or not cfg[table][key]:
                 raise DataError(path, f"[{table}] needs a non-empty string '{key}'")
-    return cfg, path
+        for key, value in cfg[table].items():
+            cfg[table][key] = check_value(path, table, key, value, keys[key], notes)
+    return cfg, path, notes
+
+
+def check_value(path, table, key, value, kind, notes):
+    """The value as the harness reads it; a single string for a list becomes a one-element list, with a note."""
+    if kind is bool and not isinstance(value, bool):
+        meant = value.lower() if isinstance(value, str) and value.lower() in ("true", "false") else "true or false"
+        raise DataError(path, f"[{table}] {key} must be a TOML boolean, got {type(value).__name__} {value!r}",
+                        f"{key} = {meant}, with no quotes")
+    if kind is list and isinstance(value, str):
+        notes.append(f"{path}: [{table}] {key} = {json.dumps(value)} is a string, read as the one-element list "
+                     f"{json.dumps([value])} (write that to silence this)")
+        value = [value]
+    if not isinstance(value, kind):
+        raise DataError(path, f"[{table}] {key} must be a {'string' if kind is str else 'list of strings'}, "
+                              f"got {type(value).__name__} {value!r}")
+    if kind is list and not all(isinstance(v, str) for v in value):
+        raise DataError(path, f"[{table}] {key} must hold strings only, got {value!r}",
+                        f"quote every element: {key} = {json.dumps([str(v) for v in value])}")
+    return value
 
 
 def load_starter_kit(folder):
-    """Every file under solution/<language>/ (subfolders kept), paths relative to that folder."""
+    """Every file under solution/<language>/ (subfolders kept), paths relative to that folder. The Solution's
+    `notes` say what config.toml said loosely (the caller prints them)."""
     folder = Path(folder)
-    cfg, cfg_path = read_config(folder)
+    cfg, cfg_path, notes = read_config(folder)
     sol, bld = cfg["solution"], cfg["build"]
     language = bld["language"]
     if language not in LANGUAGES:
@@ -54,9 +96,11 @@ def load_starter_kit(folder):
     entry = bld["entry_point"]
     if "::" not in entry:
         raise DataError(cfg_path, f"[build] entry_point {entry!r} must be 'file.ext::symbol'")
-    spec = BuildSpec(language=language, target_hardware=list(bld.get("target_hardware", ["cuda"])),
-                     entry_point=entry, dependencies=list(bld.get("dependencies", [])),
-                     destination_passing_style=bool(bld.get("destination_passing_style", True)),
-                     binding=bld.get("binding"))
+    # target_hardware ["cuda"] when absent: the official packer (scripts/pack_solution.py) always writes ["cuda"].
+    spec = BuildSpec(language=language, target_hardware=bld.get("target_hardware", ["cuda"]), entry_point=entry,
+                     dependencies=bld.get("dependencies", []),
+                     destination_passing_style=bld.get("destination_passing_style", True), binding=bld.get("binding"))
     obj = Solution(sol["name"], sol["definition"], sol["author"], spec, sources, sol.get("description"))
-    return Solution.from_json(obj.to_json(), cfg_path)  # the same validation as a JSON file
+    loaded = Solution.from_json(obj.to_json(), cfg_path)  # the same validation as a JSON file
+    loaded.notes = notes
+    return loaded

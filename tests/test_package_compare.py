@@ -43,8 +43,8 @@ def test_package_keeps_subfolders_and_validates(tmp_path):
 
 
 @pytest.mark.parametrize("entry,body,needle", [
-    ("main.py::run", "def run(x, y, z):\n    pass\n", "takes 3 required of 3 positional parameters; the "
-                                                     "destination-passing style needs 4"),
+    ("main.py::run", "def run(x, y, z):\n    pass\n", "Destination-passing style callable: expected 4 positional "
+                                                     "parameters .3 inputs . 1 outputs., but 'run' takes 3 required"),
     ("main.py::nope", "def run(x, y, alpha, z):\n    pass\n", "'nope' is not defined at the top level"),
     ("other.py::run", "def run(x, y, alpha, z):\n    pass\n", "entry point file 'other.py' is not among"),
     ("main.py::run", "def run(x, y, alpha, z)\n    pass\n", "syntax error"),
