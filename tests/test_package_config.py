@@ -1,0 +1,128 @@
+"""config.toml is read by table, key and type, and `make package` writes one kit per definition, only under --out,
+files 0644: nothing the official packer would read differently is packed silently."""
+import json
+import os
+import shutil
+import stat
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from harness.dataset import Dataset
+from harness.jsonio import DataError
+from harness.package import main, package
+from harness.starter_kit import load_starter_kit
+from tests.toy import make_toy_root
+
+REPO = Path(__file__).resolve().parent.parent
+SOLUTION = '[solution]\nname = "{name}"\ndefinition = "toy_axpy"\nauthor = "kitter"\n'
+BUILD = '[build]\nlanguage = "python"\nentry_point = "main.py::run"\n'
+BODY = "def run(x, y, alpha, z):\n    z.copy_(x + alpha * y)\n"
+
+
+def _kit(root, name="kit", solution_extra="", build_extra="", head=""):
+    kit = root / name
+    (kit / "solution" / "python").mkdir(parents=True)
+    (kit / "config.toml").write_text(head + SOLUTION.format(name=name) + solution_extra + BUILD + build_extra)
+    (kit / "solution" / "python" / "main.py").write_text(BODY)
+    return kit
+
+
+@pytest.mark.parametrize("where,extra,message", [
+    ("build", 'destination_passing_style = "false"\n',
+     r"\[build\] destination_passing_style must be a TOML boolean, got str 'false' "
+     r"\(fix: destination_passing_style = false, with no quotes\)"),
+    ("build", "destination_passing_style = 0\n",
+     r"\[build\] destination_passing_style must be a TOML boolean, got int 0 "
+     r"\(fix: destination_passing_style = true or false, with no quotes\)"),
+    ("build", 'entry_pont = "main.py::run"\n',
+     r"\[build\] unknown key \['entry_pont'\]; this harness refuses it, stricter than the official packer, which "
+     r"ignores what it does not know \(fix: the keys of \[build\] are \['binding', 'dependencies', "
+     r"'destination_passing_style', 'entry_point', 'language', 'target_hardware'\]\)"),
+    ("solution", 'descripton = "typo"\n', r"\[solution\] unknown key \['descripton'\]"),
+    ("head", 'name = "at the top"\n', r"unknown table or top-level key \['name'\]; this harness refuses it"),
+    ("build", '[tool]\nx = 1\n', r"unknown table or top-level key \['tool'\].*fix: config.toml has the tables "
+                                 r"\[solution\] and \[build\] only"),
+    ("build", 'dependencies = ["torch", 3]\n',
+     r'\[build\] dependencies must hold strings only, got \[\'torch\', 3\] '
+     r'\(fix: quote every element: dependencies = \["torch", "3"\]\)'),
+    ("build", "target_hardware = 3\n", r"\[build\] target_hardware must be a list of strings, got int 3"),
+    ("build", "binding = true\n", r"\[build\] binding must be a string, got bool True"),
+    ("solution", "description = 5\n", r"\[solution\] description must be a string, got int 5"),
+])
+def test_bad_config_is_refused_naming_file_and_key(tmp_path, where, extra, message):
+    kw = {"solution": {"solution_extra": extra}, "build": {"build_extra": extra}, "head": {"head": extra}}[where]
+    kit = _kit(tmp_path, **kw)
+    with pytest.raises(DataError, match=message) as exc:
+        load_starter_kit(kit)
+    assert exc.value.where == str(kit / "config.toml")
+
+
+def test_a_string_for_a_list_is_one_element_and_said(tmp_path):
+    ds = Dataset(make_toy_root(tmp_path / "toy"))
+    kit = _kit(tmp_path / "sub", build_extra='target_hardware = "cuda"\ndependencies = "torch"\n')
+    sol = load_starter_kit(kit)
+    assert (sol.spec.target_hardware, sol.spec.dependencies) == (["cuda"], ["torch"])
+    cfg = kit / "config.toml"
+    assert sol.notes == [
+        f'{cfg}: [build] target_hardware = "cuda" is a string, read as the one-element list ["cuda"] '
+        "(write that to silence this)",
+        f'{cfg}: [build] dependencies = "torch" is a string, read as the one-element list ["torch"] '
+        "(write that to silence this)"]
+    (path, packed, _), = package(tmp_path / "sub", tmp_path / "out", ds)
+    assert json.loads(path.read_text())["spec"]["target_hardware"] == ["cuda"]
+    assert packed.notes == sol.notes
+
+
+def test_package_main_prints_the_notes(tmp_path, capsys):
+    sub = tmp_path / "sub"
+    shutil.copytree(REPO / "examples" / "gdn_decode_qk4_v8_d128_k_last", sub / "decode")
+    cfg = sub / "decode" / "config.toml"
+    cfg.write_text(cfg.read_text() + 'target_hardware = "cuda"\n')
+    assert main(["--submission", str(sub), "--out", str(tmp_path / "out")]) == 0
+    assert (f'  warning: {cfg}: [build] target_hardware = "cuda" is a string, read as the one-element list '
+            '["cuda"] (write that to silence this)\n') in capsys.readouterr().out
+
+
+def test_unknown_definition_is_named(tmp_path):
+    ds = Dataset(make_toy_root(tmp_path / "toy"))
+    kit = _kit(tmp_path / "sub")
+    cfg = kit / "config.toml"
+    cfg.write_text(cfg.read_text().replace('"toy_axpy"', '"toy_axpyy"'))
+    with pytest.raises(DataError) as exc:
+        package(tmp_path / "sub", tmp_path / "out", ds)
+    assert exc.value.where == str(cfg)
+    assert exc.value.message == (f"[solution] definition: unknown definition 'toy_axpyy' (not in "
+                                 f"{ds.root / 'definitions'})")
+    assert exc.value.hint == "one of ['toy_axpy']"
+    assert not (tmp_path / "out").exists()
+
+
+def test_two_kits_for_one_definition_are_refused_naming_both(tmp_path):
+    ds = Dataset(make_toy_root(tmp_path / "toy"))
+    first, second = _kit(tmp_path / "sub", "a-kit"), _kit(tmp_path / "sub", "b-kit")
+    with pytest.raises(DataError) as exc:
+        package(tmp_path / "sub", tmp_path / "out", ds)
+    assert exc.value.where == str(second / "config.toml")
+    assert exc.value.message == (f"[solution] definition 'toy_axpy' is also packed from {first}; one kit per "
+                                 "definition per run")
+    assert not (tmp_path / "out").exists()  # refused before anything was written
+
+
+def _repo_state():
+    return subprocess.run(["git", "status", "--porcelain", "--untracked-files=all"], cwd=REPO, check=True,
+                          capture_output=True, text=True).stdout
+
+
+def test_packaging_writes_only_under_out_with_mode_0644(tmp_path):
+    sub, out = tmp_path / "sub", tmp_path / "out"
+    for name in ("gdn_decode_qk4_v8_d128_k_last", "gdn_prefill_qk4_v8_d128_k_last"):
+        shutil.copytree(REPO / "examples" / name, sub / name)
+    before = _repo_state()
+    assert main(["--submission", str(sub), "--out", str(out)]) == 0
+    assert _repo_state() == before
+    files = sorted(p for p in out.rglob("*") if p.is_file())
+    assert [p.relative_to(out).as_posix() for p in files] == ["gdn_decode_qk4_v8_d128_k_last/solution.json",
+                                                              "gdn_prefill_qk4_v8_d128_k_last/solution.json"]
+    assert {stat.S_IMODE(os.stat(p).st_mode) for p in files} == {0o644}
