@@ -1,15 +1,22 @@
-# Front door. `make test` (CPU, what CI runs) and `make eval` (GPU) are the two commands users need.
+# Front door: thin wrappers over the one CLI (`gdn-harness`, or `python -m harness`); `make help` lists them.
+# Variables pass through: DEF (definition, repeatable as a space-separated list), SOLS (solutions), WORKLOADS,
+# DEVICE, OUT, BASE, ARGS (any other option, e.g. ARGS="--no-resume --isolation process").
 PY ?= $(if $(wildcard .venv/bin/python),.venv/bin/python,python3)
+# A GPU host usually has torch already (the H200 image does, with no package index): use it as it is.
+GPU_PY = if python3 -c "import torch" 2>/dev/null; then py=python3; else $(MAKE) venv && py=.venv/bin/python; fi
+RUN_ARGS = $(foreach d,$(DEF),--definition $(d)) $(if $(WORKLOADS),--workloads $(WORKLOADS)) \
+           $(if $(DEVICE),--device $(DEVICE)) $(if $(OUT),--out $(OUT)) $(ARGS)
 
-.PHONY: help venv test test-gpu eval bench compare package clean-cache
+.PHONY: help venv test test-gpu eval bench check compare package clean-cache
 
 help:
-	@echo "make test      CPU test suite (installs what it needs into .venv)"
-	@echo "make test-gpu  GPU-marked tests (on a CUDA host)"
-	@echo "make eval      full evaluation on a GPU: ours + FlashInfer baseline + reference -> results/<gpu>/"
-	@echo "make bench     the harness benchmark on a GPU: ours + baseline, all workloads, cached reference latencies"
-	@echo "make compare  DEF=<definition> SOLS='ours baseline my.json' [BASE=name] [OUT=dir]: one interleaved run"
+	@echo "make test      CPU test suite (installs what it needs into .venv; what CI runs)"
+	@echo "make eval      on a GPU: ours + FlashInfer baseline (+ prefill ablation), all workloads -> results/<gpu>/"
+	@echo "make check     SOLS=path/to/kit [DEF=..] [WORKLOADS=0-2] [DEVICE=cpu]: evaluate solutions"
+	@echo "make compare   SOLS='ours baseline my-kit' [BASE=name] [DEF=..] [WORKLOADS=..] [OUT=dir]: one interleaved run"
+	@echo "make bench     on a GPU: the harness benchmark (ours + baseline, fresh folder, wall time)"
 	@echo "make package   submission/ -> results/package/<definition>/solution.json"
+	@echo "make test-gpu  GPU-marked tests (on a CUDA host)"
 
 .venv/.installed: pyproject.toml
 	python3 -m venv .venv
@@ -27,26 +34,22 @@ test: .venv/.installed
 test-gpu:
 	python3 -m pytest -m gpu -q
 
-# A GPU host usually has torch already (the H200 image does, with no package index): use it as it is.
-# Elsewhere build the venv first; make_eval then installs the GPU packages it lacks, or names them.
-GPU_PY = if python3 -c "import torch" 2>/dev/null; then py=python3; else $(MAKE) venv && py=.venv/bin/python; fi
 eval:
-	@$(GPU_PY); \
-	$$py -m harness.make_eval $(if $(OUT),--out $(OUT)) $(if $(GPUS),--gpus $(GPUS))
+	@$(GPU_PY); $$py -m harness full $(RUN_ARGS)
 
-# The harness benchmark (target: under 10 minutes): a fresh full run of ours + the baseline with reference
-# outputs recomputed and reference latencies only looked up; recorded in results/<gpu>/bench/runs.jsonl.
 bench:
-	@$(GPU_PY); \
-	$$py -m harness.make_eval --bench
+	@$(GPU_PY); $$py -m harness bench $(foreach d,$(DEF),--definition $(d)) $(if $(OUT),--out $(OUT))
 
-# Several solutions in one run (same inputs, timer, GPU), ratios to BASE (default: the first).
+check:
+	@test -n "$(SOLS)" || { echo "usage: make check SOLS='path/to/kit ...' [DEF=..] [WORKLOADS=..] [DEVICE=cpu]" >&2; exit 2; }
+	$(PY) -m harness eval $(foreach s,$(SOLS),--solution $(s)) $(RUN_ARGS)
+
 compare:
-	@test -n "$(DEF)" -a -n "$(SOLS)" || { echo "usage: make compare DEF=<definition> SOLS='ours baseline ...' [BASE=name] [OUT=dir]"; exit 2; }
-	$(PY) -m harness compare --definition $(DEF) $(SOLS) $(if $(BASE),--base $(BASE)) --out $(or $(OUT),results/compare)
+	@test -n "$(SOLS)" || { echo "usage: make compare SOLS='ours baseline ...' [BASE=name] [DEF=..] [OUT=dir]" >&2; exit 2; }
+	$(PY) -m harness compare $(foreach s,$(SOLS),--solution $(s)) $(if $(BASE),--base $(BASE)) $(RUN_ARGS)
+
+package:
+	$(PY) -m harness package $(if $(OUT),--out $(OUT))
 
 clean-cache:
 	rm -rf .cache workloads/blob
-
-package:
-	$(PY) -m harness.package --out $(or $(PACKAGE_OUT),results/package)

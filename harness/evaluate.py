@@ -134,6 +134,7 @@ class ReferenceLatencyCache:
         # a damaged file is refused, not started over: its timings took GPU minutes
         self.data = read_json_object(self.path, "reference latencies", "repair it, or move it aside to start an "
                                      "empty cache (its latencies are then timed again)")
+        self.timed = []     # keys timed by this process (not found in the cache)
 
     @staticmethod
     def key(*parts):
@@ -144,6 +145,7 @@ class ReferenceLatencyCache:
 
     def put(self, key, value):
         self.data[key] = value
+        self.timed.append(key)
         write_json_atomic(self.path, self.data)
 
 
@@ -473,7 +475,10 @@ def evaluate(dataset, definition, workloads, solutions, opts, stats=None):
         bar.close()
     if stats is not None:
         stats.update(reference_timing_s=round(ref_spent, 3), loop_s=round(time.monotonic() - run_start, 3),
-                     pairs=sum(not r.skipped for r in results), prepare_jobs=opts.prepare_jobs)
+                     pairs=sum(not r.skipped for r in results), prepare_jobs=opts.prepare_jobs,
+                     references_timed=len(cache.timed))
+    if cache.timed:
+        print(f"{definition.name}: {len(cache.timed)} reference latencies timed in this run (cached in {cache.path})")
     if ref_skipped:
         print(f"{definition.name}: the reference-timing budget ({opts.reference_budget_s:g} s) ran out; "
               f"{ref_skipped} workloads have no reference latency (reported as not profiled). Run again to "

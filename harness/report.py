@@ -9,6 +9,7 @@ import pandas as pd
 
 from harness.dataset import extras_path, read_traces
 from harness.jsonio import encode_float, read_jsonl, write_json_atomic
+from harness.timing import CPU_LABEL
 
 BASELINE_AUTHOR = "baseline"
 
@@ -71,6 +72,8 @@ def load_rows(out_dirs, definitions):
         columns={"latency_us": "baseline_us"})
     df = df.merge(base, on=["definition", "uuid"], how="left")
     df["speedup_vs_baseline"] = df["baseline_us"] / df["latency_us"]
+    wall_clock = df.timer == CPU_LABEL   # a CPU run checks correctness: its speedups are no official figure
+    df.loc[wall_clock, ["speedup_vs_reference", "speedup_vs_baseline"]] = math.nan
     return df
 
 
@@ -103,18 +106,19 @@ def summarize(df):
         lat = g.latency_us[passed]
         has_base = g.baseline_us.notna()
         profiled = g.reference_us.notna() | ~passed  # a failed pair has no latency of its own
+        official = not (g.timer == CPU_LABEL).all()
         out.append({
             "definition": definition, "solution": solution, "author": g.author.iloc[0], "workloads": len(g),
             "passed": int(passed.sum()), "all_pass": all_pass,
             # only over a full set of reference latencies: a subset's mean is not the contest's figure
-            "mean_speedup_vs_reference": (0.0 if not all_pass else float(g.speedup_vs_reference.mean())
-                                          if profiled.all() else math.nan),
+            "mean_speedup_vs_reference": (math.nan if not official else 0.0 if not all_pass
+                                          else float(g.speedup_vs_reference.mean()) if profiled.all() else math.nan),
             "reference_profiled": int(g.reference_us.notna().sum()),
             # over the workloads both sides have (as the library's ranking does), gated by all-pass
-            "mean_speedup_vs_baseline": (math.nan if not has_base.any() else
+            "mean_speedup_vs_baseline": (math.nan if not has_base.any() or not official else
                                          float(g.speedup_vs_baseline[has_base].mean()) if all_pass else 0.0),
             "win_rate_vs_baseline": float((g.latency_us[has_base] < g.baseline_us[has_base]).mean())
-            if has_base.any() else math.nan,
+            if has_base.any() and official else math.nan,
             "mean_latency_us": float(lat.mean()) if len(lat) else math.nan,
             "median_latency_us": float(lat.median()) if len(lat) else math.nan,
             "p95_latency_us": float(lat.quantile(0.95)) if len(lat) else math.nan,

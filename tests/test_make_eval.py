@@ -7,15 +7,16 @@ import torch
 
 from harness import make_eval
 from harness.builders import CACHE_ROOT
+from harness.cli import main
 from harness.evaluate import default_prepare_jobs
 from harness.runner import TimingConfig
 
 
 def test_without_a_gpu_it_says_so_and_points_to_the_cpu_mode(monkeypatch, capsys):
     monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
-    assert make_eval.main([]) == 2
-    out = capsys.readouterr().out
-    assert "needs a CUDA GPU" in out and "--device cpu" in out
+    assert main(["full"]) == 2
+    err = capsys.readouterr().err
+    assert "needs a CUDA GPU" in err and "--device cpu" in err
 
 
 @pytest.mark.parametrize("name, slug", [("NVIDIA H200", "h200"), ("NVIDIA B200", "b200"),
@@ -29,7 +30,6 @@ def test_gpu_slug(name, slug):
 def recorded(monkeypatch):
     """make_eval.main on a pretend GPU host; returns the calls it made to evaluate()."""
     import harness.evaluate
-    import harness.package
     import harness.timing_cuda
 
     calls = []
@@ -37,7 +37,6 @@ def recorded(monkeypatch):
     monkeypatch.setattr(torch.cuda, "get_device_name", lambda *a: "NVIDIA H200")
     monkeypatch.setattr(make_eval, "ensure_packages", lambda: [])
     monkeypatch.setattr(harness.timing_cuda, "resolve_timer", lambda timer: "cupti")
-    monkeypatch.setattr(harness.package, "write_ablation", lambda: "ablation")
     monkeypatch.setattr(harness.evaluate, "evaluate",
                         lambda ds, d, w, sols, opts, stats=None: calls.append((d.name, [s.name for s in sols], len(w),
                                                                                 opts)) or [])
@@ -45,7 +44,7 @@ def recorded(monkeypatch):
 
 
 def test_defaults_hand_the_loop_what_the_readme_says(recorded, tmp_path, capsys):
-    assert make_eval.main(["--out", str(tmp_path), "--no-report"]) == 0
+    assert main(["full", "--out", str(tmp_path), "--no-report"]) == 0
     (dec, dec_sols, dec_n, dec_opts), (pre, pre_sols, pre_n, pre_opts) = recorded
     assert (dec, dec_n, pre, pre_n) == ("gdn_decode_qk4_v8_d128_k_last", 54, "gdn_prefill_qk4_v8_d128_k_last", 100)
     assert dec_sols == ["gdn-harness-decode", "flashinfer-gdn-decode"]
@@ -68,8 +67,8 @@ def test_defaults_hand_the_loop_what_the_readme_says(recorded, tmp_path, capsys)
 def test_options_override_the_defaults(recorded, tmp_path):
     args = ["--out", str(tmp_path), "--no-report", "--no-extras", "--isolation", "process", "--no-resume",
             "--no-reference-output-cache", "--reference-budget", "30", "--reference-timing", "official",
-            "--definitions", "gdn_prefill_qk4_v8_d128_k_last", "--workloads", "0-4", "--prepare-jobs", "3"]
-    assert make_eval.main(args) == 0
+            "--definition", "gdn_prefill_qk4_v8_d128_k_last", "--workloads", "0-4", "--prepare-jobs", "3"]
+    assert main(["full", *args]) == 0
     ((name, sols, n, opts),) = recorded
     assert name == "gdn_prefill_qk4_v8_d128_k_last" and n == 5
     assert sols == ["gdn-harness-prefill", "flashinfer-gdn-prefill"]
@@ -78,7 +77,7 @@ def test_options_override_the_defaults(recorded, tmp_path):
 
 
 def test_peers_flag_adds_the_other_authors(recorded, tmp_path):
-    assert make_eval.main(["--out", str(tmp_path), "--no-report", "--peers"]) == 0
+    assert main(["full", "--out", str(tmp_path), "--no-report", "--peers"]) == 0
     (_, dec_sols, _, _), (_, pre_sols, _, _) = recorded
     assert dec_sols[-1] == "fla-gdn-decode" and pre_sols[-1] == "fla-gdn-prefill"
 
@@ -108,7 +107,7 @@ def test_bench_is_a_fresh_full_run_with_cached_reference_latencies(recorded, tmp
     out = tmp_path / "cache" / "bench" / "h200"
     out.mkdir(parents=True)
     (out / "traces.jsonl").write_text("left by an earlier benchmark")
-    assert make_eval.main(["--bench", "--peers"]) == 0
+    assert main(["bench"]) == 0
     assert not (out / "traces.jsonl").exists()                     # a fresh folder: nothing resumed
     assert json.loads((out / "reference_latency.json").read_text()) == {"some-key": 1.5}
     (_, dec_sols, dec_n, dec_opts), (_, pre_sols, pre_n, pre_opts) = recorded
@@ -132,7 +131,7 @@ def test_another_folder_starts_from_the_results_reference_latencies(recorded, tm
     (results / "h200").mkdir(parents=True)
     (results / "h200" / "reference_latency.json").write_text('{"k": 2.5}')
     fresh = tmp_path / "fresh" / "pass"
-    assert make_eval.main(["--out", str(fresh), "--no-report", "--definitions", "gdn_decode_qk4_v8_d128_k_last"]) == 0
+    assert main(["full", "--out", str(fresh), "--no-report", "--definition", "gdn_decode_qk4_v8_d128_k_last"]) == 0
     assert json.loads((fresh / "reference_latency.json").read_text()) == {"k": 2.5}
     assert recorded[-1][3].reference_cache == fresh / "reference_latency.json"
     assert f"(started from {results / 'h200' / 'reference_latency.json'})" in capsys.readouterr().out
@@ -140,24 +139,24 @@ def test_another_folder_starts_from_the_results_reference_latencies(recorded, tm
     own = tmp_path / "own"
     own.mkdir()
     (own / "reference_latency.json").write_text('{"mine": 1.0}')
-    assert make_eval.main(["--out", str(own), "--no-report", "--definitions", "gdn_decode_qk4_v8_d128_k_last"]) == 0
+    assert main(["full", "--out", str(own), "--no-report", "--definition", "gdn_decode_qk4_v8_d128_k_last"]) == 0
     assert json.loads((own / "reference_latency.json").read_text()) == {"mine": 1.0}
     assert "started from" not in capsys.readouterr().out
-    assert make_eval.main(["--no-report", "--definitions", "gdn_decode_qk4_v8_d128_k_last"]) == 0   # results/h200
+    assert main(["full", "--no-report", "--definition", "gdn_decode_qk4_v8_d128_k_last"]) == 0   # results/h200
     assert json.loads((results / "h200" / "reference_latency.json").read_text()) == {"k": 2.5}
 
 
 def test_bench_refuses_a_folder_that_holds_something(recorded, tmp_path, capsys):
     (tmp_path / "results.txt").write_text("someone's results")
-    assert make_eval.main(["--bench", "--out", str(tmp_path)]) == 2
+    assert main(["bench", "--out", str(tmp_path)]) == 2
     assert (tmp_path / "results.txt").exists() and not recorded
-    assert "needs a fresh folder" in capsys.readouterr().out
+    assert "needs a fresh folder" in capsys.readouterr().err
 
 
 @pytest.mark.parametrize("value", ["0", "-2", "many"])
 def test_prepare_jobs_must_be_a_positive_number(value, capsys):
     with pytest.raises(SystemExit) as exc:
-        make_eval.main(["--prepare-jobs", value])
+        main(["full", "--prepare-jobs", value])
     assert exc.value.code == 2 and "--prepare-jobs: expected a whole number >= 1" in capsys.readouterr().err
 
 
@@ -170,21 +169,22 @@ def test_gpus_hands_the_run_to_one_child_per_gpu(recorded, tmp_path, monkeypatch
     monkeypatch.setattr(harness.builders, "CACHE_ROOT", tmp_path / "cache")
     monkeypatch.setattr(harness.shard, "run_sharded", lambda *a: calls.append(a) or 3)
     argv = ["--out", str(tmp_path), "--no-report", "--gpus", "2"]
-    assert make_eval.main(argv) == 3                        # a child's failure is the run's status
+    assert main(["full", *argv]) == 3                        # a child's failure is the run's status
     ((child_args, out, n, work_root, jobs),) = calls
-    assert (child_args, out, n, work_root) == (argv, tmp_path, 2, tmp_path / "cache" / "shards" / "h200")
+    assert (child_args, out, n, work_root) == (["full", *argv], tmp_path, 2, tmp_path / "cache" / "shards" / "h200")
     assert jobs == max(1, default_prepare_jobs() // 2) and not recorded   # the parent evaluates nothing itself
     assert "spread over 2 GPUs" in capsys.readouterr().out
 
 
 def test_gpus_beyond_the_visible_ones_or_with_bench_are_refused(recorded, tmp_path, monkeypatch, capsys):
     monkeypatch.setattr(torch.cuda, "device_count", lambda: 2)
-    assert make_eval.main(["--out", str(tmp_path), "--gpus", "3"]) == 2
-    assert "2 GPU(s) are visible" in capsys.readouterr().out and not recorded
-    for argv in (["--bench", "--gpus", "2"], ["--gpus", "2", "--shard", "0/2"]):
-        with pytest.raises(SystemExit) as exc:
-            make_eval.main(argv)
-        assert exc.value.code == 2
+    assert main(["full", "--out", str(tmp_path), "--gpus", "3"]) == 2
+    assert "2 GPU(s) are visible" in capsys.readouterr().err and not recorded
+    assert main(["full", "--gpus", "2", "--shard", "0/2"]) == 2
+    assert "pass one or the other" in capsys.readouterr().err and not recorded
+    with pytest.raises(SystemExit) as exc:
+        main(["bench", "--gpus", "2"])      # the benchmark measures one process on one GPU
+    assert exc.value.code == 2
 
 
 def test_a_shard_child_evaluates_its_share_only(recorded, tmp_path):
@@ -192,7 +192,7 @@ def test_a_shard_child_evaluates_its_share_only(recorded, tmp_path):
     from harness.shard import shard_workloads
 
     ds = Dataset()
-    assert make_eval.main(["--out", str(tmp_path), "--no-report", "--shard", "1/2"]) == 0
+    assert main(["full", "--out", str(tmp_path), "--no-report", "--shard", "1/2"]) == 0
     for name, _, n, _ in recorded:
         assert n == len(shard_workloads(ds.workloads(ds.definition(name)), 1, 2))
     assert sum(n for *_, n, _ in recorded) < 154
@@ -208,7 +208,7 @@ def test_a_damaged_file_stops_the_pass_with_its_name(recorded, tmp_path, monkeyp
         raise DataError(tmp_path / "reference_latency.json", "invalid JSON", "repair it")
 
     monkeypatch.setattr(harness.evaluate, "evaluate", damaged)
-    assert make_eval.main(["--out", str(tmp_path), "--no-report"]) == 2
+    assert main(["full", "--out", str(tmp_path), "--no-report"]) == 2
     err = capsys.readouterr().err
-    assert f"error: {tmp_path / 'reference_latency.json'}: invalid JSON (fix: repair it)" in err
+    assert f"error: {tmp_path / 'reference_latency.json'}: invalid JSON" in err and "(fix: repair it)" in err
     assert f"stay in {tmp_path}/" in err

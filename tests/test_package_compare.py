@@ -94,9 +94,11 @@ def test_compare_and_report(tmp_path, capsys):
     broken.write_text(json.dumps(toy_solution("broken", "def run(x, y, alpha, z):\n    raise ValueError('no')\n")))
     out = tmp_path / "cmp"
     rc = main(["compare", "--dataset", str(root), "--definition", "toy_axpy", "--device", "cpu", "--quiet",
-               "--iterations", "3", "--warmup", "0", "--out", str(out), "--base", "fast", str(fast), str(slow),
-               str(broken)])
-    assert rc == 0
+               "--iterations", "3", "--warmup", "0", "--out", str(out), "--base", "fast", "--solution", str(fast),
+               "--solution", str(slow), "--solution", str(broken)])
+    assert rc == 1      # broken's pairs are not PASSED
+    printed = capsys.readouterr().out
+    assert "RUNTIME_ERROR: broken on" in printed and "ValueError: no" in printed
     text = (out / "compare" / "toy_axpy.md").read_text()
     assert "slow / fast" in text and "wins vs fast" in text
     assert "| broken | False | 0 | 3 |" in text  # failed everywhere: still listed, gated
@@ -133,12 +135,14 @@ def test_report_refuses_mixed_timers(tmp_path, capsys):
     assert main([*args, "--allow-mixed-timers"]) == 0
 
 
-def test_committed_ablation_matches_the_submission_source():
-    from harness.package import ABLATION, ablation_path, ablation_solution
-    committed = json.loads(ablation_path().read_text())
-    fresh = ablation_solution().to_json()
-    assert committed == fresh, "run `make package` to regenerate the ablation solution"
-    assert committed["spec"]["entry_point"] == ABLATION["entry_point"]
+def test_the_ablation_is_our_prefill_submission_with_the_recurrent_entry_point():
+    from harness.solution_loader import ABLATION, resolve
+    ds = Dataset()
+    prefill = ds.definition(ABLATION["definition"])
+    (ours,), (ablation,) = resolve("ours", prefill, ds), resolve("gdn-harness", prefill, ds)
+    assert ablation.name == ABLATION["name"] and ablation.spec.entry_point == "kernel.py::kernel_recurrent"
+    assert ablation.sources == ours.sources and ablation.author == "gdn-harness"
+    assert resolve("gdn-harness", ds.definition("gdn_decode_qk4_v8_d128_k_last"), ds) == []
 
 
 def test_committed_h200_traces_load_and_compare(tmp_path):

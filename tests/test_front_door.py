@@ -1,0 +1,182 @@
+"""What a user meets first: one CLI with one option set, quick CPU defaults, failures that explain themselves,
+sources checked before any child, and traces keyed by solution content (a toy dataset, on the CPU)."""
+import json
+
+import pytest
+
+from harness import isolation
+from harness.cli import build_parser, main, run_options
+from harness.runner import TimingConfig, official_timing
+from tests.toy import make_toy_root, toy_solution
+
+SHARED = ["--definition", "--workloads", "--dataset", "--out", "--quiet", "--device", "--isolation", "--resume",
+          "--no-resume", "--timer", "--warmup", "--iterations", "--trials", "--timeout", "--atol", "--rtol",
+          "--required-matched-ratio", "--reference-timing", "--no-profile-baseline", "--reference-budget",
+          "--reference-output-cache", "--no-reference-output-cache", "--prepare-jobs", "--prestart", "--seed",
+          "--strict", "--exit-zero"]
+GOOD = "def run(x, y, alpha, z):\n    z.copy_(x + alpha * y)\n"
+
+
+def _subparsers():
+    parser = build_parser()
+    action = next(a for a in parser._actions if a.dest == "command")
+    return action.choices
+
+
+@pytest.mark.parametrize("command", ["eval", "compare", "full"])
+def test_every_evaluating_subcommand_takes_the_same_options_with_the_same_defaults(command):
+    sub = _subparsers()[command]
+    help_text = sub.format_help()
+    assert all(opt in help_text for opt in SHARED)
+    defaults = {a.dest: a.default for a in sub._actions}
+    eval_defaults = {a.dest: a.default for a in _subparsers()["eval"]._actions}
+    assert {k: defaults[k] for k in eval_defaults if k in defaults and k != "help"} == \
+           {k: eval_defaults[k] for k in eval_defaults if k in defaults and k != "help"}
+    assert defaults["isolation"] == "worker" and defaults["resume"] is True
+
+
+def test_all_subcommands_are_there():
+    assert set(_subparsers()) >= {"eval", "compare", "full", "bench", "report", "package"}
+
+
+def test_cpu_defaults_are_a_quick_check_and_gpu_defaults_official():
+    from harness.dataset import Dataset
+
+    prefill = Dataset().definition("gdn_prefill_qk4_v8_d128_k_last")
+    args = build_parser().parse_args(["eval", "--solution", "ours"])
+    assert run_options(args, "cpu", prefill, "o").timing == TimingConfig(0, 1, 1)
+    gpu = run_options(args, "cuda", prefill, "o")
+    assert gpu.timing == official_timing(prefill.name) == TimingConfig(1, 5, 3)
+    assert gpu.reference_timing == TimingConfig(0, 1, 1)
+    args = build_parser().parse_args(["eval", "--solution", "ours", "--iterations", "4"])
+    assert run_options(args, "cpu", prefill, "o").timing == TimingConfig(0, 4, 1)
+
+
+@pytest.fixture
+def toy(tmp_path):
+    root = make_toy_root(tmp_path / "toy")
+
+    def write(name, body, **kw):
+        path = tmp_path / f"{name}-{abs(hash(body))}.json"
+        path.write_text(json.dumps(toy_solution(name, body, **kw)))
+        return path
+
+    def run(*extra, out="out"):
+        return main(["eval", "--dataset", str(root), "--device", "cpu", "--quiet", "--no-reference-output-cache",
+                     "--out", str(tmp_path / out), *extra])
+    return tmp_path, write, run
+
+
+def test_cpu_run_says_its_settings_and_shows_no_speedup(toy, capsys):
+    tmp, write, run = toy
+    assert run("--solution", str(write("good", GOOD))) == 0
+    out = capsys.readouterr().out
+    assert "CPU device: 0 warmup, 1 timed call(s) per trial, 1 trial(s)" in out
+    rows = [line for line in out.splitlines() if " good " in line and "PASSED" in line]
+    assert len(rows) == 3 and all(line.rstrip().endswith("-") for line in rows)
+    assert main(["report", str(tmp / "out"), "--dataset", str(tmp / "toy"), "--out", str(tmp / "rep")]) == 0
+    import pandas as pd
+    summary = pd.read_csv(tmp / "rep" / "report" / "summary.csv")
+    assert summary.mean_speedup_vs_reference.isna().all()
+
+
+def test_a_wrong_solution_shows_which_output_and_how_many_elements_and_exits_1(toy, capsys):
+    tmp, write, run = toy
+    wrong = write("wrong", "def run(x, y, alpha, z):\n    z.copy_(x - alpha * y)\n")
+    assert run("--solution", str(wrong)) == 1
+    out = capsys.readouterr().out
+    assert out.count("INCORRECT_NUMERICAL: wrong on") == 3
+    assert "output 'z'" in out and "elements" in out
+    assert f"trace: {tmp / 'out' / 'traces' / 'tester' / 'toy' / 'toy_axpy.jsonl'}" in out
+    assert run("--solution", str(wrong), "--no-resume", "--exit-zero") == 0
+
+
+def test_a_runtime_error_shows_the_end_of_its_traceback(toy, capsys):
+    _, write, run = toy
+    assert run("--solution", str(write("raises", "def run(x, y, alpha, z):\n    raise KeyError('the-key')\n"))) == 1
+    out = capsys.readouterr().out
+    assert "RUNTIME_ERROR: raises on" in out and "KeyError: 'the-key'" in out
+
+
+@pytest.mark.parametrize("body, entry, expected", [
+    (GOOD, "main.py::runn", "entry point 'runn' is not defined in main.py (it defines: run)"),
+    ("import not_a_module_anywhere\n" + GOOD, "main.py::run", "imports not_a_module_anywhere"),
+    ("def run(x, y, z):\n    pass\n", "main.py::run", "expected 4 positional parameters"),
+])
+def test_what_the_sources_tell_is_caught_before_any_child(toy, capsys, monkeypatch, body, entry, expected):
+    _, write, run = toy
+
+    def no_child(*a, **k):
+        raise AssertionError("a child was started")
+
+    monkeypatch.setattr(isolation._Child, "__init__", no_child)
+    assert run("--solution", str(write("static", body, entry=entry)), "--isolation", "process") == 1
+    out = capsys.readouterr().out
+    assert "COMPILE_ERROR on every workload, found in its sources before any child started" in out
+    assert expected in out
+    assert out.count("COMPILE_ERROR: static on") == 3
+
+
+def test_an_entry_point_bound_by_an_import_is_left_to_the_build(toy, capsys):
+    _, write, run = toy
+    helper = {"path": "impl.py", "content": GOOD}
+    sol = write("imported", "from .impl import run\n", extra_sources=[helper])
+    assert run("--solution", str(sol)) == 0
+
+
+def _traces(tmp, out="out"):
+    path = tmp / out / "traces" / "tester" / "toy" / "toy_axpy.jsonl"
+    return [json.loads(line) for line in path.read_text().splitlines()]
+
+
+def test_an_edited_solution_is_evaluated_again_and_its_old_traces_leave_the_report(toy, capsys):
+    tmp, write, run = toy
+    assert run("--solution", str(write("mine", "def run(x, y, alpha, z):\n    z.copy_(x)\n"))) == 1
+    old = _traces(tmp)
+    assert [t["evaluation"]["status"] for t in old] == ["INCORRECT_NUMERICAL"] * 3
+    capsys.readouterr()
+    assert run("--solution", str(write("mine", GOOD))) == 0      # same name, edited body
+    out = capsys.readouterr().out
+    assert "3 trace(s)" in out and "other content under this name" in out and "3 PASSED" in out
+    new = _traces(tmp)
+    assert [t["evaluation"]["status"] for t in new] == ["PASSED"] * 3
+    assert len({t["evaluation"]["environment"]["libs"]["solution_digest"] for t in old + new}) == 2
+    stale = tmp / "out" / "stale" / "tester" / "toy" / "toy_axpy.jsonl"
+    assert [json.loads(x) for x in stale.read_text().splitlines()] == old      # nothing lost
+    assert main(["report", str(tmp / "out"), "--dataset", str(tmp / "toy"), "--out", str(tmp / "rep")]) == 0
+    import pandas as pd
+    assert set(pd.read_csv(tmp / "rep" / "report" / "toy_axpy.csv").status) == {"PASSED"}
+
+
+def test_resume_skips_the_same_content_and_no_resume_replaces_without_duplicates(toy, capsys):
+    tmp, write, run = toy
+    sol = str(write("mine", GOOD))
+    assert run("--solution", sol) == 0
+    first = _traces(tmp)
+    assert run("--solution", sol) == 0
+    assert "3 skipped: already traced for the same content" in capsys.readouterr().out
+    assert _traces(tmp) == first
+    assert run("--solution", sol, "--no-resume", "--workloads", "0-1") == 0
+    again = _traces(tmp)
+    assert len(again) == 3 and sorted(t["workload"]["uuid"] for t in again) == sorted(t["workload"]["uuid"]
+                                                                                        for t in first)
+    assert "2 earlier trace(s) of the pairs evaluated again (--no-resume) moved to" in capsys.readouterr().out
+
+
+def test_two_solutions_under_one_name_in_one_run_are_refused(toy, capsys):
+    _, write, run = toy
+    assert run("--solution", str(write("same", GOOD)), "--solution", str(write("same", GOOD + "\n"))) == 2
+    assert "two solutions share a name" in capsys.readouterr().err
+
+
+def test_the_definition_comes_from_the_solution_when_not_named(toy, capsys):
+    _, write, run = toy
+    assert run("--solution", str(write("good", GOOD))) == 0
+    assert "toy_axpy: 3 workloads x ['good'] on cpu" in capsys.readouterr().out
+
+
+def test_errors_go_to_stderr_with_exit_2(toy, capsys):
+    _, _, run = toy
+    assert run("--solution", "no/such/kit", "--definition", "toy_axpy") == 2
+    captured = capsys.readouterr()
+    assert "error: no/such/kit: no such solution file or folder" in captured.err and "error" not in captured.out
