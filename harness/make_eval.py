@@ -108,7 +108,7 @@ def run_full(args, argv):
     if gpu is None:
         return 2
     import torch
-    if args.gpus > torch.cuda.device_count():
+    if args.gpus > 1 and args.gpus > torch.cuda.device_count():
         raise DataError("--gpus", f"{args.gpus} asked for, but {torch.cuda.device_count()} GPU(s) are visible here")
     missing = ensure_packages()
     try:
