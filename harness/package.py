@@ -64,8 +64,9 @@ class StaticTuple:
 
 
 def static_annotation(tree, node):
-    """What inspect.signature would give as the def's return annotation, where the source alone says; None
-    when it depends on names the module binds (an alias), so it is left to the build-time check."""
+    """The def's return annotation as inspect.signature would give it, where the source alone says; else
+    Signature.empty (nothing to check here): none written, or one that depends on names the module binds
+    (an alias), which the build-time check then sees."""
     ann = node.returns
     if ann is None:
         return inspect.Signature.empty
@@ -82,7 +83,7 @@ def static_annotation(tree, node):
         return StaticTuple(ast.unparse(ann), n)
     if name == "Tensor" and not isinstance(ann, ast.Subscript):
         return ast.unparse(ann)  # torch.Tensor: not a tuple
-    return None
+    return inspect.Signature.empty
 
 
 def validate(solution, definition, where):
@@ -97,9 +98,8 @@ def validate(solution, definition, where):
         if node is None:
             return
         problem = parameters_problem(node, expected, n_in, n_out, dps, spec.entry_symbol)
-        annotation = None if dps else static_annotation(tree, node)
-        if problem is None and annotation is not None:
-            problem = return_annotation_problem(annotation, n_out)
+        if problem is None and not dps:
+            problem = return_annotation_problem(static_annotation(tree, node), n_out)
         if problem:
             raise DataError(at, f"{problem} (the official build-time check; it gives COMPILE_ERROR)")
     elif not re.search(rf"\b{re.escape(spec.entry_symbol)}\b", entry):
