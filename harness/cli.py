@@ -162,6 +162,7 @@ def build_parser():
     p.add_argument("--submission", default=None, metavar="DIR",
                    help="folder of starter-kit folders, one per definition (default: the repo's submission/)")
     p.add_argument("--out", default=None, metavar="DIR", help="output folder (default: results/package)")
+    p.add_argument("--dataset", default=None, metavar="DIR", help="dataset root (default: the repo's workloads/)")
     p.set_defaults(func=cmd_package)
     return parser
 
@@ -198,6 +199,8 @@ def _plans(dataset, args):
         solutions = [s for arg in args.solution for s in resolve(arg, definition, dataset, strict=bool(args.definition))]
         if not solutions:
             continue
+        for note in dict.fromkeys(n for s in solutions for n in s.notes):
+            print(f"warning: {note}", file=sys.stderr)
         taken = [s.name for s in solutions]
         if len(set(taken)) != len(taken):
             raise DataError("--solution", f"two solutions share a name on {name}: {taken}",
@@ -241,11 +244,10 @@ def _evaluate_plans(args):
         raise DataError("--solution", "no solution for the chosen definitions")
     device = _device(args)
     out = Path(args.out or args.default_out)
+    runs = [run_options(args, device, definition, out) for definition, _, _ in plans]
+    print_differences(*runs)
     results = []
-    for i, (definition, workloads, solutions) in enumerate(plans):
-        opts = run_options(args, device, definition, out)
-        if i == 0:
-            print_differences(opts)
+    for (definition, workloads, solutions), opts in zip(plans, runs):
         results += run_definition(dataset, definition, workloads, solutions, opts)
     return dataset, plans, out, results
 
@@ -319,9 +321,17 @@ def cmd_report(args):
 
 
 def cmd_package(args):
-    from harness.package import main as package_main
-    argv = [*(["--submission", args.submission] if args.submission else []), *(["--out", args.out] if args.out else [])]
-    return package_main(argv)
+    from harness.package import REPO, package
+
+    written = package(args.submission or REPO / "submission", args.out or REPO / "results" / "package",
+                      _dataset(args))
+    for path, sol, nested in written:
+        print(f"{path}: {sol.name} ({sol.definition}), {len(sol.sources)} source file(s), entry {sol.spec.entry_point}")
+        for note in sol.notes:
+            print(f"  warning: {note}")
+        if nested:
+            print(f"  note: packed files in subfolders {nested}; the starter kit's packer would have left them out")
+    return 0
 
 
 def main(argv=None):

@@ -44,8 +44,18 @@ PAYLOAD_CACHE_NOTE = ("reference outputs are reused from an earlier run with the
                       "them every run")
 
 
-def print_differences(opts):
-    """The deliberate differences from the official evaluator that apply to a run, printed at its start."""
+def print_differences(*runs):
+    """The deliberate differences from the official evaluator that apply to a run (the options of each of its
+    definitions), printed once at its start."""
+    notes = []
+    for opts in runs:
+        notes += [n for n in differences(opts) if n not in notes]
+    print("deliberate differences from the official evaluator:")
+    for note in notes:
+        print(f"  - {note}")
+
+
+def differences(opts):
     timing = opts.timing
     notes = list(DEVIATIONS)
     if opts.payload_cache:
@@ -62,9 +72,7 @@ def print_differences(opts):
         if timing is not None:
             notes.append(f"CPU device: {timing.warmup} warmup, {timing.iters} timed call(s) per trial, "
                          f"{timing.trials} trial(s) (pass --warmup/--iterations/--trials for more)")
-    print("deliberate differences from the official evaluator:")
-    for note in notes:
-        print(f"  - {note}")
+    return notes
 
 
 @dataclass
@@ -126,8 +134,13 @@ def _digest(files):
     return h.hexdigest()[:16]
 
 
+def timer_key(timer):
+    """The timer as the reference cache keys it: auto and cupti both name the CUPTI span."""
+    return "auto" if timer in ("auto", "cupti") else timer
+
+
 class ReferenceLatencyCache:
-    """Reference latencies keyed by (GPU model, definition, uuid, input digest, timer version)."""
+    """Reference latencies keyed by (GPU model, definition, uuid, input digest, timer, settings)."""
 
     def __init__(self, path=CACHE_ROOT / "reference_latency.json"):
         self.path = Path(path)
@@ -284,7 +297,7 @@ def time_reference(ref, definition, workload, trial_inputs, opts, provenance, ca
 
     cfg = reference_config(definition, opts)
     device_name = environment.hardware(opts.device)
-    key = cache.key(device_name, definition.name, workload.uuid, provenance["digest"], opts.timer,
+    key = cache.key(device_name, definition.name, workload.uuid, provenance["digest"], timer_key(opts.timer),
                     f"{cfg.warmup}/{cfg.iters}/{cfg.trials}")
     hit = cache.get(key)
     if hit is not None or not measure:
@@ -318,7 +331,7 @@ def seed_reference_cache(cache, out_dir, definition, opts, cfg_label):
                 continue
             env = tr.evaluation.environment
             key = cache.key(env.hardware, definition.name, tr.workload.uuid, env.libs.get("input_digest"),
-                            opts.timer, cfg_label)
+                            timer_key(opts.timer), cfg_label)
             if cache.get(key) is None:
                 cache.data[key] = recorded[tr.workload.uuid]
                 added += 1

@@ -121,7 +121,7 @@ def run_full(args, argv):
     out = Path(args.out or RESULTS_ROOT / slug)
     seeded = _seed_reference_cache(out, slug) if args.shard is None else None
     print(f"make eval on {gpu} -> {out}/ (timer: {timer})")
-    print_differences(run_options(args, "cuda", definitions[-1], out))
+    print_differences(*[run_options(args, "cuda", d, out) for d in definitions])
     print(f"  reference latencies are cached in {out / 'reference_latency.json'}"
           + (f" (started from {seeded})" if seeded else "")
           + (f"; uncached ones are timed for at most {args.reference_budget:g} s" if args.reference_budget is not None

@@ -45,7 +45,7 @@ def resolve_timer(timer):
     if ok:
         return "cupti"
     raise TimingError(f"the official CUPTI timer is unavailable: {detail}. Install flashinfer-python and "
-                      "cupti-python>=13 (../shared/gpu-kit has an offline bundle), or pass --timer events to time "
+                      "cupti-python>=13 (pip install 'cupti-python>=13,<14'), or pass --timer events to time "
                       "with CUDA events; such figures are labelled as not official")
 
 

@@ -9,6 +9,8 @@ from harness.cli import build_parser, main, run_options
 from harness.runner import TimingConfig, official_timing
 from tests.toy import make_toy_root, toy_solution
 
+REPO = __import__("pathlib").Path(__file__).resolve().parent.parent
+
 SHARED = ["--definition", "--workloads", "--dataset", "--out", "--quiet", "--device", "--isolation", "--resume",
           "--no-resume", "--timer", "--warmup", "--iterations", "--trials", "--timeout", "--atol", "--rtol",
           "--required-matched-ratio", "--reference-timing", "--no-profile-baseline", "--reference-budget",
@@ -180,3 +182,21 @@ def test_errors_go_to_stderr_with_exit_2(toy, capsys):
     assert run("--solution", "no/such/kit", "--definition", "toy_axpy") == 2
     captured = capsys.readouterr()
     assert "error: no/such/kit: no such solution file or folder" in captured.err and "error" not in captured.out
+
+
+def test_a_kit_read_with_a_note_says_so_when_evaluated(tmp_path, capsys):
+    import shutil
+
+    kit = tmp_path / "kit"
+    shutil.copytree(REPO / "examples" / "gdn_decode_qk4_v8_d128_k_last", kit)
+    config = kit / "config.toml"
+    config.write_text(config.read_text().replace('\n[build]\n', '\n[build]\ntarget_hardware = "cuda"\n'))
+    assert main(["eval", "--solution", str(kit), "--device", "cpu", "--workloads", "0", "--quiet",
+                 "--no-reference-output-cache", "--out", str(tmp_path / "out")]) == 0
+    err = capsys.readouterr().err
+    assert "warning:" in err and "target_hardware" in err and "one-element list" in err
+
+
+def test_auto_and_cupti_share_reference_cache_keys():
+    from harness.evaluate import timer_key
+    assert timer_key("cupti") == timer_key("auto") != timer_key("events")

@@ -11,7 +11,8 @@ import pytest
 
 from harness.dataset import Dataset
 from harness.jsonio import DataError
-from harness.package import main, package
+from harness.cli import main
+from harness.package import package
 from harness.starter_kit import load_starter_kit
 from tests.toy import make_toy_root
 
@@ -80,7 +81,7 @@ def test_package_main_prints_the_notes(tmp_path, capsys):
     shutil.copytree(REPO / "examples" / "gdn_decode_qk4_v8_d128_k_last", sub / "decode")
     cfg = sub / "decode" / "config.toml"
     cfg.write_text(cfg.read_text() + 'target_hardware = "cuda"\n')
-    assert main(["--submission", str(sub), "--out", str(tmp_path / "out")]) == 0
+    assert main(["package", "--submission", str(sub), "--out", str(tmp_path / "out")]) == 0
     assert (f'  warning: {cfg}: [build] target_hardware = "cuda" is a string, read as the one-element list '
             '["cuda"] (write that to silence this)\n') in capsys.readouterr().out
 
@@ -122,7 +123,7 @@ def test_packaging_writes_only_under_out_with_mode_0644(tmp_path):
     for name in ("gdn_decode_qk4_v8_d128_k_last", "gdn_prefill_qk4_v8_d128_k_last"):
         shutil.copytree(REPO / "examples" / name, sub / name)
     before = _repo_state()
-    assert main(["--submission", str(sub), "--out", str(out)]) == 0
+    assert main(["package", "--submission", str(sub), "--out", str(out)]) == 0
     assert _repo_state() == before
     files = sorted(p for p in out.rglob("*") if p.is_file())
     assert [p.relative_to(out).as_posix() for p in files] == ["gdn_decode_qk4_v8_d128_k_last/solution.json",
