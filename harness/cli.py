@@ -325,12 +325,12 @@ def cmd_package(args):
 
     written = package(args.submission or REPO / "submission", args.out or REPO / "results" / "package",
                       _dataset(args))
-    for path, sol, nested in written:
+    for path, sol, differences in written:
         print(f"{path}: {sol.name} ({sol.definition}), {len(sol.sources)} source file(s), entry {sol.spec.entry_point}")
         for note in sol.notes:
             print(f"  warning: {note}")
-        if nested:
-            print(f"  note: packed files in subfolders {nested}; the starter kit's packer would have left them out")
+        for note in differences:
+            print(f"  note: {note}")
     return 0
 
 

@@ -4,9 +4,8 @@ Validated before anything is written: config.toml's tables, keys and types; one 
 definition exists; FlashInfer-Bench's loader rules (Solution.from_json); the entry point exists with a signature
 that fits its style and, for a value-returning one, a return annotation FIB's build accepts (both read from the
 source, without running it); every file under solution/<language>/ is packed with its relative path, no path is
-absolute or climbs out. Differs from the starter kit's packer on purpose in one way, printed when it applies:
-files in subfolders are packed too (the kit's packer takes the top level only, so a solution with subfolders
-would lose files)."""
+absolute or climbs out. Where the starter kit's own packer would write something else (files in subfolders or of
+other suffixes, target_hardware and dependencies as config.toml says, the description), it is printed."""
 import ast
 import inspect
 import re
@@ -135,6 +134,33 @@ def package(submission=REPO / "submission", out=REPO / "results" / "package", da
     for _, sol in packed.values():
         path = Path(out) / sol.definition / "solution.json"
         write_json_atomic(path, sol.to_json())
-        nested = [s.path for s in sol.sources if "/" in s.path]
-        written.append((path, sol, nested))
+        written.append((path, sol, kit_packer_differences(sol)))
     return written
+
+
+KIT_PACKER_SUFFIXES = (".py", ".cu", ".cuh", ".cpp", ".c", ".h", ".hpp")
+
+
+def kit_packer_differences(solution):
+    """Where the contest starter kit's own packer (scripts/pack_solution.py) would write another solution.json for
+    this kit, or none: it takes the top level of the source folder only, files of the suffixes above only, writes
+    target_hardware ["cuda"], dependencies [] and no binding whatever config.toml says, no description, and packs
+    triton and cuda kits only. One line each, for the user to see."""
+    notes = []
+    nested = [s.path for s in solution.sources if "/" in s.path]
+    if nested:
+        notes.append(f"packed files in subfolders {nested}; the starter kit's packer would have left them out")
+    other = [s.path for s in solution.sources if not s.path.endswith(KIT_PACKER_SUFFIXES)]
+    if other:
+        notes.append(f"packed {other}; the starter kit's packer takes only {' '.join(KIT_PACKER_SUFFIXES)} files")
+    if solution.spec.target_hardware != ["cuda"] or solution.spec.dependencies:
+        notes.append(f"target_hardware {solution.spec.target_hardware} and dependencies {solution.spec.dependencies} "
+                     "are packed as config.toml says; the starter kit's packer writes [\"cuda\"] and []")
+    if solution.description:
+        notes.append("the description is packed; the starter kit's packer leaves it out")
+    if solution.spec.binding:
+        notes.append(f"binding {solution.spec.binding!r} is packed; the starter kit's packer leaves it unset (tvm-ffi)")
+    if solution.spec.language not in ("triton", "cuda"):
+        notes.append(f"language {solution.spec.language!r}: the starter kit's packer packs triton and cuda kits only "
+                     "(FlashInfer-Bench itself loads and builds this one)")
+    return notes

@@ -13,7 +13,7 @@ SKIP_SUFFIXES = {".pyc", ".pyo", ".so", ".o"}
 CONFIG_KEYS = {
     "solution": {"name": str, "definition": str, "author": str, "description": str},
     "build": {"language": str, "entry_point": str, "target_hardware": list, "dependencies": list,
-              "destination_passing_style": bool, "binding": str},
+              "destination_passing_style": bool, "binding": str, "source_dir": str},
 }
 REQUIRED = {"solution": ("name", "definition", "author"), "build": ("language", "entry_point")}
 STRICTER = "this harness refuses it, stricter than the official packer, which ignores what it does not know"
@@ -78,7 +78,9 @@ def load_starter_kit(folder):
     language = bld["language"]
     if language not in LANGUAGES:
         raise DataError(cfg_path, f"[build] language {language!r} is not one of {LANGUAGES}")
-    src_root = folder / "solution" / language
+    # the official packer reads solution/<source_dir>/ when [build] source_dir is given, else solution/<language>/
+    src_root = folder / "solution" / bld.get("source_dir", language)
+    check_source_path(bld.get("source_dir", language), cfg_path)
     if not src_root.is_dir():
         raise DataError(cfg_path, f"no source folder {src_root.relative_to(folder)}/ for language {language!r}")
     sources = []

@@ -33,10 +33,11 @@ def test_package_keeps_subfolders_and_validates(tmp_path):
     ds = Dataset(make_toy_root(tmp_path / "toy"))
     sub = tmp_path / "submission"
     _kit(sub)
-    (path, sol, nested), = package(sub, tmp_path / "out", ds)
+    (path, sol, differences), = package(sub, tmp_path / "out", ds)
     obj = json.loads(path.read_text())
     assert path == tmp_path / "out" / "toy_axpy" / "solution.json"
-    assert {s["path"] for s in obj["sources"]} == {"main.py", "helpers/scale.py"} and nested == ["helpers/scale.py"]
+    assert {s["path"] for s in obj["sources"]} == {"main.py", "helpers/scale.py"} and \
+        "packed files in subfolders ['helpers/scale.py']; the starter kit's packer would have left them out" in differences
     assert obj["spec"] == {"language": "python", "target_hardware": ["cuda"], "entry_point": "main.py::run",
                            "dependencies": [], "destination_passing_style": True, "binding": None}
     Solution.from_json(obj, path)  # a valid official Solution

@@ -40,7 +40,7 @@ def _kit(root, name="kit", solution_extra="", build_extra="", head=""):
     ("build", 'entry_pont = "main.py::run"\n',
      r"\[build\] unknown key \['entry_pont'\]; this harness refuses it, stricter than the official packer, which "
      r"ignores what it does not know \(fix: the keys of \[build\] are \['binding', 'dependencies', "
-     r"'destination_passing_style', 'entry_point', 'language', 'target_hardware'\]\)"),
+     r"'destination_passing_style', 'entry_point', 'language', 'source_dir', 'target_hardware'\]\)"),
     ("solution", 'descripton = "typo"\n', r"\[solution\] unknown key \['descripton'\]"),
     ("head", 'name = "at the top"\n', r"unknown table or top-level key \['name'\]; this harness refuses it"),
     ("build", '[tool]\nx = 1\n', r"unknown table or top-level key \['tool'\].*fix: config.toml has the tables "
@@ -129,3 +129,22 @@ def test_packaging_writes_only_under_out_with_mode_0644(tmp_path):
     assert [p.relative_to(out).as_posix() for p in files] == ["gdn_decode_qk4_v8_d128_k_last/solution.json",
                                                               "gdn_prefill_qk4_v8_d128_k_last/solution.json"]
     assert {stat.S_IMODE(os.stat(p).st_mode) for p in files} == {0o644}
+
+
+def test_source_dir_is_read_as_the_official_packer_reads_it(tmp_path):
+    from harness.starter_kit import load_starter_kit
+    kit = tmp_path / "kit"
+    shutil.copytree(REPO / "examples" / "gdn_decode_qk4_v8_d128_k_last", kit)
+    (kit / "solution" / "python").rename(kit / "solution" / "v2")
+    cfg = kit / "config.toml"
+    cfg.write_text(cfg.read_text().replace('\n[build]\n', '\n[build]\nsource_dir = "v2"\n'))
+    assert [s.path for s in load_starter_kit(kit).sources] == ["main.py"]
+
+
+def test_where_the_starter_kit_packer_differs_it_is_said(tmp_path):
+    from harness.package import kit_packer_differences
+    ds = Dataset()
+    (_, sol, notes), = package(REPO / "examples", tmp_path / "out", ds)[:1]
+    assert any("description" in n for n in notes) and any("language 'python'" in n for n in notes)
+    (_, ours, notes), = package(REPO / "submission", tmp_path / "out2", ds)[:1]
+    assert notes == [] and kit_packer_differences(ours) == []
