@@ -1,0 +1,235 @@
+"""harness.public: the facts file, fetching (from a folder, from a git repository, without network), what runs
+where, and the `public` subcommand."""
+import argparse
+import json
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from harness import public
+from harness.jsonio import DataError
+from harness.public import PublicEntry, fetch, load_entries, public_solutions, runnable
+from harness.solution import Solution
+
+SHARED = Path("/work/shared/public")
+DECODE = "gdn_decode_qk4_v8_d128_k_last"
+KERNEL = "def run(q, k, v):\n    return q\n"
+
+
+def entry(name, **kw):
+    facts = dict(name=name, definition=DECODE, team="t", author="a", placement=None, repo="owner/repo",
+                 commit="0" * 40, ref=None, path="sol", language="python", binding=None, dps=True,
+                 entry_point="kernel.py::run", dependencies=[], runs_on_sm90="yes", sm90_reason="plain",
+                 needs=[], reported_latency_us=None, reported_latency_note="not reported", source="s", note="n")
+    return PublicEntry(**{**facts, **kw})
+
+
+def solution_json(name, content=KERNEL):
+    return {"name": name, "definition": DECODE, "author": "a",
+            "spec": {"language": "python", "target_hardware": ["cuda"], "entry_point": "kernel.py::run"},
+            "sources": [{"path": "kernel.py", "content": content}]}
+
+
+@pytest.fixture
+def folder(tmp_path):
+    """A pre-packed folder: one good JSON, one our loader refuses (an empty source file); a third entry has none."""
+    root = tmp_path / "public"
+    (root / DECODE).mkdir(parents=True)
+    (root / DECODE / "good.json").write_text(json.dumps(solution_json("good")))
+    (root / DECODE / "empty.json").write_text(json.dumps(solution_json("empty", content="")))
+    return root, [entry("good"), entry("empty"), entry("absent")]
+
+
+def test_fetch_from_folder_copies_the_good_and_records_the_rest(folder, tmp_path):
+    root, entries = folder
+    cache = tmp_path / "cache"
+    (cache / DECODE).mkdir(parents=True)
+    (cache / DECODE / "empty.json").write_text("stale")   # from an earlier fetch: must not survive a refusal
+    good, empty, absent = fetch(entries, cache, source=root)
+    assert (good.status, good.path) == ("fetched", cache / DECODE / "good.json")
+    assert Solution.load(good.path).name == "good"
+    assert empty.status == "refused" and "'kernel.py' is empty" in empty.reason and empty.path is None
+    assert absent.status == "missing" and "absent.json does not exist" in absent.reason
+    assert sorted(p.name for p in (cache / DECODE).iterdir()) == ["good.json"]
+    solutions, left_out = public_solutions(cache, DECODE, entries)
+    assert [s.name for s in solutions] == ["good"]
+    assert [(e.name, why.split(":")[0]) for e, why in left_out] == [("empty", "not fetched"), ("absent", "not fetched")]
+
+
+def test_fetch_from_folder_refuses_a_json_that_is_another_solution(folder, tmp_path):
+    root, _ = folder
+    (root / DECODE / "other.json").write_text(json.dumps(solution_json("good")))
+    (result,) = fetch([entry("other")], tmp_path / "c", source=root)
+    assert result.status == "refused" and "holds solution 'good'" in result.reason
+
+
+def git(cwd, *args):
+    subprocess.run(["git", "-c", "user.name=t", "-c", "user.email=t@t", *args], cwd=cwd, check=True,
+                   capture_output=True)
+    return subprocess.run(["git", "rev-parse", "HEAD"], cwd=cwd, capture_output=True, text=True).stdout.strip()
+
+
+@pytest.fixture
+def upstream(tmp_path):
+    """A local git repository standing in for GitHub: a solution folder with a subfolder, a cache, a binary and a
+    non-UTF-8 file, committed; then a second commit that changes the kernel (the entry pins the first)."""
+    repo = tmp_path / "upstream"
+    sol = repo / "sol"
+    (sol / "helpers").mkdir(parents=True)
+    (sol / "__pycache__").mkdir()
+    (sol / "kernel.py").write_text("from .helpers.util import f\n" + KERNEL)
+    (sol / "helpers" / "util.py").write_text("def f():\n    return 1\n")
+    (sol / "__pycache__" / "kernel.cpython-312.pyc").write_bytes(b"\0\1")
+    (sol / "ext.so").write_bytes(b"\x7fELF")
+    (sol / "figure.png").write_bytes(b"\x89PNG\r\n\xff\xfe")
+    (repo / "single.py").write_text(KERNEL)
+    subprocess.run(["git", "init", "-q", str(repo)], check=True)
+    git(repo, "add", "-A")
+    first = git(repo, "commit", "-q", "-m", "first")
+    (sol / "kernel.py").write_text("# later\n" + KERNEL)
+    git(repo, "commit", "-q", "-am", "later")
+    return repo, first
+
+
+def test_fetch_from_git_packs_the_folder_at_its_commit(upstream, tmp_path, monkeypatch):
+    repo, first = upstream
+    monkeypatch.setattr(public, "url_for", lambda name: str(repo))
+    clones = []
+    real_clone = public.clone
+    monkeypatch.setattr(public, "clone", lambda *a: clones.append(a[0]) or real_clone(*a))
+    entries = [entry("folder", commit=first, dps=False, dependencies=["apache-tvm-ffi"]),
+               entry("one-file", commit=first, path="single.py", entry_point="single.py::run"),
+               entry("gone", commit=first, path="nowhere")]
+    cache = tmp_path / "cache"
+    folder, one_file, gone = fetch(entries, cache)
+    assert clones == ["owner/repo"]                      # one clone per repository
+    assert (cache / "repos" / "owner__repo" / ".git").is_dir()
+    assert folder.status == "fetched", folder.reason
+    sol = Solution.load(folder.path)
+    assert [s.path for s in sol.sources] == ["helpers/util.py", "kernel.py"]
+    assert sol.sources[1].content.startswith("from .helpers")   # the pinned commit, not the later one
+    assert (sol.spec.entry_point, sol.spec.language, sol.spec.target_hardware) == ("kernel.py::run", "python", ["cuda"])
+    assert (sol.spec.destination_passing_style, sol.spec.dependencies, sol.spec.binding) == (False, ["apache-tvm-ffi"], None)
+    assert (sol.name, sol.author) == ("folder", "a") and f"owner/repo@{first[:12]} sol" in sol.description
+    assert one_file.status == "fetched" and [s.path for s in Solution.load(one_file.path).sources] == ["single.py"]
+    assert gone.status == "missing" and "has no nowhere" in gone.reason
+
+
+def test_fetch_from_git_an_unknown_commit_is_not_fetched(upstream, tmp_path, monkeypatch):
+    repo, _ = upstream
+    monkeypatch.setattr(public, "url_for", lambda name: str(repo))
+    (result,) = fetch([entry("x", commit="f" * 40)], tmp_path / "cache")
+    assert result.status == "not fetched" and f"git checkout {'f' * 40}" in result.reason
+
+
+def test_fetch_from_git_a_failed_clone_after_a_good_one_is_that_repository_only(upstream, tmp_path, monkeypatch):
+    repo, first = upstream
+    monkeypatch.setattr(public, "url_for", lambda name: str(repo if name == "owner/repo" else tmp_path / "gone"))
+    good, gone = fetch([entry("good", commit=first), entry("gone", repo="other/repo")], tmp_path / "cache")
+    assert good.status == "fetched"
+    assert gone.status == "not fetched" and gone.reason.startswith("git clone ") and "network" not in gone.reason
+
+
+def test_fetch_without_network_says_so_for_every_entry(tmp_path, monkeypatch):
+    monkeypatch.setattr(public, "url_for", lambda name: str(tmp_path / "no-such-host" / name))
+    clones = []
+    real_clone = public.clone
+    monkeypatch.setattr(public, "clone", lambda *a: clones.append(a[0]) or real_clone(*a))
+    results = fetch([entry("a"), entry("b", repo="other/repo")], tmp_path / "cache")
+    assert [r.status for r in results] == ["not fetched", "not fetched"]
+    assert clones == ["owner/repo"]                      # the first failure stops further attempts
+    assert results[0].reason == results[1].reason
+    assert results[0].reason.startswith("network needed: git clone ") and "failed: " in results[0].reason
+    assert results[0].reason.endswith("use --from DIR with pre-packed JSONs")
+
+
+def test_fetch_without_git(tmp_path, monkeypatch):
+    monkeypatch.setattr(public.shutil, "which", lambda name: None)
+    (result,) = fetch([entry("a")], tmp_path / "cache")
+    assert result.status == "not fetched" and result.reason.startswith("network needed: git is not installed")
+
+
+def test_runnable():
+    triton, cuda, python = entry("t", language="triton"), entry("c", language="cuda"), entry("p")
+    tvm_python = entry("p2", needs=["tvm-ffi"])
+    assert runnable(triton, None) == (False, public.TRITON_ON_CPU)
+    assert runnable(cuda, None) == (False, "needs a CUDA GPU")
+    assert runnable(tvm_python, None) == (False, "needs a CUDA GPU")
+    assert runnable(python, None)[0]
+    blackwell = entry("b", runs_on_sm90="no", sm90_reason="tcgen05")
+    assert runnable(blackwell, (9, 0)) == (False, "does not run on sm_90: tcgen05")
+    assert runnable(blackwell, (10, 0)) == (True, "")
+    assert runnable(triton, (9, 0)) == (True, "")
+    ok, why = runnable(entry("u", runs_on_sm90="unknown", sm90_reason="CuTe-DSL"), (9, 0))
+    assert ok and "may not run on sm_90: CuTe-DSL" in why
+    solutions, left_out = public_solutions("/nonexistent", DECODE, [blackwell], device_capability=(9, 0))
+    assert solutions == [] and left_out[0][1] == "not runnable here: does not run on sm_90: tcgen05"
+
+
+def test_facts_file_loads_with_40_unique_entries():
+    entries = load_entries()
+    assert len(entries) == 40 and len({e.name for e in entries}) == 40
+    assert {e.runs_on_sm90 for e in entries} <= {"yes", "no", "unknown"}
+    assert all(e.definition in (DECODE, "gdn_prefill_qk4_v8_d128_k_last") for e in entries)
+    assert json.loads(public.ENTRIES.read_text())["not_packed"]
+
+
+def test_load_entries_refuses_unknown_keys(tmp_path):
+    bad = tmp_path / "entries.json"
+    bad.write_text(json.dumps({"entries": [{"name": "x"}]}))
+    with pytest.raises(DataError, match="exactly the keys"):
+        load_entries(bad)
+
+
+@pytest.mark.skipif(not SHARED.is_dir(), reason="no /work/shared/public here")
+def test_facts_file_is_what_the_manifest_gives():
+    manifest = json.loads((SHARED / "manifest.json").read_text())
+    not_packed = json.loads((SHARED / "not_packed.json").read_text())
+    assert public.facts_from_manifest(manifest, not_packed) == json.loads(public.ENTRIES.read_text())
+
+
+@pytest.mark.skipif(not SHARED.is_dir(), reason="no /work/shared/public here")
+def test_fetch_from_the_shared_folder(tmp_path):
+    results = fetch(load_entries(), tmp_path, source=SHARED)
+    assert len(results) == 40 and all(r.status in ("fetched", "missing", "refused") for r in results)
+    assert all(r.reason for r in results if r.status != "fetched")
+
+
+def parser():
+    p = argparse.ArgumentParser()
+    public.add_public_parser(p.add_subparsers(dest="command"))
+    return p
+
+
+def test_cli_fetch_and_list(folder, tmp_path, monkeypatch, capsys):
+    root, entries = folder
+    monkeypatch.setattr(public, "load_entries", lambda: entries)
+    monkeypatch.setattr(public, "device_capability_here", lambda: None)
+    cache = tmp_path / "cache"
+    args = parser().parse_args(["public", "fetch", "--from", str(root), "--cache", str(cache)])
+    assert args.func(args) == 1                          # not every entry was fetched
+    out = capsys.readouterr().out.splitlines()
+    assert out[0].split() == ["fetched", "good"]
+    assert out[1].startswith("refused      empty: ") and out[2].startswith("missing      absent: ")
+    assert out[3].startswith("3 entries: 1 fetched, 1 missing, 1 refused")
+    args = parser().parse_args(["public", "list", "--cache", str(cache)])
+    assert args.func(args) == 0
+    rows = capsys.readouterr().out.splitlines()
+    assert rows[0].split()[:3] == ["name", "definition", "language/binding"]
+    assert rows[1].split()[:5] == ["good", DECODE, "python/-", "yes", "yes"]
+    assert rows[2].split()[3:5] == ["no", "yes"] and "not fetched" in rows[2]   # runnable: a CPU runs pure Python
+    assert rows[-1] == "device here: CPU (no CUDA GPU)"
+    args = parser().parse_args(["public", "fetch", "--from", str(tmp_path / "none"), "--cache", str(cache)])
+    with pytest.raises(DataError, match="no such folder"):
+        args.func(args)
+
+
+def test_cli_fetch_prints_a_repeated_reason_once(tmp_path, monkeypatch, capsys):
+    monkeypatch.setattr(public, "load_entries", lambda: [entry("a"), entry("b")])
+    monkeypatch.setattr(public, "url_for", lambda name: str(tmp_path / "no-such-host"))
+    args = parser().parse_args(["public", "fetch", "--cache", str(tmp_path / "cache")])
+    assert args.func(args) == 1
+    out = capsys.readouterr().out.splitlines()
+    assert "network needed: git clone" in out[0] and out[1] == "not fetched  b: (same as above)"
+    assert out[2].startswith("2 entries: 2 not fetched")
