@@ -7,7 +7,7 @@ GPU_PY = if python3 -c "import torch" 2>/dev/null; then py=python3; else $(MAKE)
 RUN_ARGS = $(foreach d,$(DEF),--definition $(d)) $(if $(WORKLOADS),--workloads $(WORKLOADS)) \
            $(if $(DEVICE),--device $(DEVICE)) $(if $(OUT),--out $(OUT)) $(ARGS)
 
-.PHONY: help venv test test-gpu eval bench check compare package clean-cache
+.PHONY: help venv test test-gpu eval bench check compare public package clean-cache
 
 help:
 	@echo "make test      CPU test suite (installs what it needs into .venv; what CI runs)"
@@ -15,6 +15,7 @@ help:
 	@echo "make check     SOLS=path/to/kit [DEF=..] [WORKLOADS=0-2] [DEVICE=cpu]: evaluate solutions"
 	@echo "make compare   SOLS='ours baseline my-kit' [BASE=name] [DEF=..] [WORKLOADS=..] [OUT=dir]: one interleaved run"
 	@echo "make bench     on a GPU: the harness benchmark (ours + baseline, fresh folder, wall time)"
+	@echo "make public    on a GPU: fetch the public entries (FROM=dir of packed JSONs offline), run them beside ours"
 	@echo "make package   submission/ -> results/package/<definition>/solution.json"
 	@echo "make test-gpu  GPU-marked tests (on a CUDA host)"
 
@@ -47,6 +48,10 @@ check:
 compare:
 	@test -n "$(SOLS)" || { echo "usage: make compare SOLS='ours baseline ...' [BASE=name] [DEF=..] [OUT=dir]" >&2; exit 2; }
 	$(PY) -m harness compare $(foreach s,$(SOLS),--solution $(s)) $(if $(BASE),--base $(BASE)) $(RUN_ARGS)
+
+# FROM: a folder of pre-packed JSONs (<definition>/<name>.json) where there is no network to clone from
+public:
+	@$(GPU_PY); $$py -m harness public fetch $(if $(FROM),--from $(FROM)); $$py -m harness public run $(RUN_ARGS)
 
 package:
 	$(PY) -m harness package $(if $(OUT),--out $(OUT))

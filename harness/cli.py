@@ -6,6 +6,7 @@
   bench     the harness benchmark: `full` for ours + the baseline in a fresh folder, timed
   report    merge the traces of one or more output folders into one report
   package   submission/ (one starter-kit folder per definition) -> contest solution.json files
+  public    other teams' published solutions: fetch, list, and run them beside ours (a leaderboard)
 
 Every evaluating subcommand takes the same options with the same defaults (see `SUBCOMMAND --help`)."""
 import argparse
@@ -70,7 +71,7 @@ def _selection_options(p):
     p.add_argument("--quiet", action="store_true", help="no progress bar")
 
 
-def _run_options(p):
+def add_run_options(p):
     """The options of every evaluating subcommand: one name, one meaning, one default."""
     _selection_options(p)
     p.add_argument("--device", default=None, help="cuda or cpu (default: cuda if one is visible)")
@@ -125,15 +126,15 @@ def build_parser():
     sub = parser.add_subparsers(dest="command", required=True, metavar="SUBCOMMAND")
     p = sub.add_parser("eval", help="evaluate solutions on workloads")
     _solution_option(p)
-    _run_options(p)
+    add_run_options(p)
     p.set_defaults(func=cmd_eval, default_out="results/local")
     p = sub.add_parser("compare", help="several solutions in one run, with ratios to a base")
     _solution_option(p)
-    _run_options(p)
+    add_run_options(p)
     p.add_argument("--base", help="solution name the ratios are taken to (default: the first)")
     p.set_defaults(func=cmd_compare, default_out="results/compare")
     p = sub.add_parser("full", help="what `make eval` runs: ours + the FlashInfer baseline (+ extras), every workload")
-    _run_options(p)
+    add_run_options(p)
     p.add_argument("--peers", action="store_true", help="also the other authors' solutions in the dataset (FLA)")
     p.add_argument("--no-extras", action="store_true", help="only ours and the baseline (not the prefill ablation)")
     p.add_argument("--no-report", action="store_true", help="write no report/ and compare/")
@@ -164,6 +165,8 @@ def build_parser():
     p.add_argument("--out", default=None, metavar="DIR", help="output folder (default: results/package)")
     p.add_argument("--dataset", default=None, metavar="DIR", help="dataset root (default: the repo's workloads/)")
     p.set_defaults(func=cmd_package)
+    from harness.public import add_public_parser
+    add_public_parser(sub)
     return parser
 
 

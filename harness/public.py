@@ -335,6 +335,12 @@ def add_public_parser(subparsers):
     ls = actions.add_parser("list", help="what is known, fetched and runnable here")
     ls.add_argument("--cache", default=str(DEFAULT_CACHE), metavar="DIR", help="default: .cache/public in the repo")
     ls.set_defaults(func=cmd_list)
+    from harness.cli import add_run_options
+    r = actions.add_parser("run", help="ours, the FlashInfer baseline, FLA and every fetched entry that can run here, "
+                                       "in one run per definition, then the leaderboard (a GPU)")
+    add_run_options(r)
+    r.add_argument("--cache", default=str(DEFAULT_CACHE), metavar="DIR", help="default: .cache/public in the repo")
+    r.set_defaults(func=cmd_run, default_out=None)
 
 
 def cmd_fetch(args):
@@ -381,3 +387,51 @@ def fetch_state(cache_dir, entry):
     except DataError as exc:
         return False, f"refused: {exc}"
     return True, ""
+
+
+def cmd_run(args):
+    """The public leaderboard run: every runnable fetched entry beside ours, the baseline and FLA, interleaved per
+    workload; entries that cannot run here are listed with the reason. Exit status: our submission's pairs."""
+    from harness.cli import _dataset, _device, exit_status, run_options, select_workloads
+    from harness.evaluate import print_differences, run_definition
+    from harness.leaderboard import write_leaderboard
+    from harness.make_eval import RESULTS_ROOT, _seed_reference_cache, gpu_slug
+    from harness.solution_loader import resolve
+
+    device = _device(args)
+    if not device.startswith("cuda"):
+        raise DataError("--device", "the public run times kernels on a GPU", "check an entry on the CPU with eval")
+    import torch
+    slug = gpu_slug(torch.cuda.get_device_name())
+    out = Path(args.out or RESULTS_ROOT / slug / "public")
+    _seed_reference_cache(out, slug)
+    dataset, capability, entries = _dataset(args), device_capability_here(), load_entries()
+    definitions = [dataset.definition(n) for n in (args.definition or sorted(dataset.definitions))]
+    plans, not_run, ours = [], {}, {}
+    for d in definitions:
+        public, left_out = public_solutions(args.cache, d.name, entries, capability)
+        sols = [*resolve("ours", d, dataset), *resolve("baseline", d, dataset), *resolve("fla", d, dataset), *public]
+        ours[d.name], not_run[d.name] = sols[0].name, left_out
+        for entry, why in left_out:
+            print(f"{d.name}: {entry.name} is not run: {why}")
+        plans.append((d, select_workloads(dataset.workloads(d), args.workloads), sols))
+    runs = [run_options(args, device, d, out) for d in definitions]
+    print_differences(*runs)
+    results = []
+    for (d, workloads, sols), opts in zip(plans, runs):
+        found = run_definition(dataset, d, workloads, sols, opts, table=False)
+        results += [r for r in found if r.solution.name == ours[d.name]]
+    facts = {e.name: f"{e.repo}@{e.commit}" for e in entries}
+    for name, table in write_leaderboard(out, definitions, ours, facts=facts).items():
+        _append_not_run(out / "leaderboard" / f"{name}.md", not_run[name])
+        print(table.to_string(index=False))
+    print(f"leaderboard: {out / 'leaderboard'}/")
+    return exit_status(results, args)
+
+
+def _append_not_run(md, left_out):
+    """The entries this run could not time, with the reason: listed, never silently dropped."""
+    lines = ["", "## Not run here", ""]
+    lines += [f"- {entry.name} ({entry.repo}@{entry.commit[:12]}): {why}" for entry, why in left_out] or ["- none"]
+    with open(md, "a", encoding="utf-8") as f:
+        f.write("\n".join(lines) + "\n")

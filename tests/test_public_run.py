@@ -1,0 +1,54 @@
+"""`gdn-harness public run` (a GPU command): what it hands the evaluation loop and the leaderboard, on a pretend
+GPU host (the loop and the leaderboard themselves are tested elsewhere)."""
+import torch
+
+import harness.evaluate
+import harness.leaderboard
+import harness.public
+import harness.timing_cuda
+from harness.cli import main
+from harness.public import load_entries
+from harness.solution_loader import reference_solution
+
+
+def test_public_run_puts_every_runnable_entry_beside_ours_and_lists_the_rest(monkeypatch, tmp_path, capsys):
+    entries = load_entries()
+    decode = [e for e in entries if e.definition == "gdn_decode_qk4_v8_d128_k_last"]
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    monkeypatch.setattr(torch.cuda, "get_device_name", lambda *a: "NVIDIA H200")
+    monkeypatch.setattr(harness.timing_cuda, "resolve_timer", lambda timer: "cupti")
+    monkeypatch.setattr(harness.public, "device_capability_here", lambda: (9, 0))
+
+    def fetched(cache, definition, entries, capability):
+        from harness.dataset import Dataset
+        sol = reference_solution(Dataset().definition(definition))
+        sol.name = f"public-{definition[:10]}"
+        return [sol], [(decode[0], "not runnable here: does not run on sm_90: made up")]
+
+    calls = []
+    monkeypatch.setattr(harness.public, "public_solutions", fetched)
+    monkeypatch.setattr(harness.evaluate, "run_definition",
+                        lambda ds, d, w, sols, opts, stats=None, table=True: calls.append((d.name, [s.name for s in sols],
+                                                                                          len(w), opts)) or [])
+
+    def leaderboard(out, definitions, ours, facts=None):
+        for d in definitions:
+            (out / "leaderboard").mkdir(parents=True, exist_ok=True)
+            (out / "leaderboard" / f"{d.name}.md").write_text("# table\n")
+        assert facts[decode[0].name] == f"{decode[0].repo}@{decode[0].commit}"
+        assert ours == {"gdn_decode_qk4_v8_d128_k_last": "gdn-harness-decode",
+                        "gdn_prefill_qk4_v8_d128_k_last": "gdn-harness-prefill"}
+        import pandas as pd
+        return {d.name: pd.DataFrame() for d in definitions}
+
+    monkeypatch.setattr(harness.leaderboard, "write_leaderboard", leaderboard)
+    assert main(["public", "run", "--out", str(tmp_path), "--workloads", "0-1"]) == 0
+    assert [(name, sols, n) for name, sols, n, _ in calls] == [
+        ("gdn_decode_qk4_v8_d128_k_last", ["gdn-harness-decode", "flashinfer-gdn-decode", "fla-gdn-decode",
+                                           "public-gdn_decode"], 2),
+        ("gdn_prefill_qk4_v8_d128_k_last", ["gdn-harness-prefill", "flashinfer-gdn-prefill", "fla-gdn-prefill",
+                                            "public-gdn_prefil"], 2)]
+    assert all(opts.device == "cuda" and opts.isolation == "worker" for *_, opts in calls)
+    assert f"{decode[0].name} is not run: not runnable here: does not run on sm_90: made up" in capsys.readouterr().out
+    md = (tmp_path / "leaderboard" / "gdn_decode_qk4_v8_d128_k_last.md").read_text()
+    assert "## Not run here" in md and f"- {decode[0].name} ({decode[0].repo}@{decode[0].commit[:12]})" in md
