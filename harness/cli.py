@@ -95,7 +95,8 @@ def add_run_options(p):
     p.add_argument("--reference-timing", choices=["quick", "official"], default="quick",
                    help="quick (default): the prefill reference (a slow Python loop) is timed with 1 trial of 1 "
                         "iteration; official: as the solutions")
-    p.add_argument("--no-profile-baseline", action="store_true", help="do not time the reference (no speedups)")
+    p.add_argument("--no-profile-baseline", action="store_true",
+                   help="do not time the reference (no speedups; never timed on the CPU, where no speedup is shown)")
     p.add_argument("--reference-budget", type=float, default=None, metavar="SECONDS",
                    help="stop timing uncached references after this many seconds (the rest: not profiled)")
     p.add_argument("--reference-output-cache", action=argparse.BooleanOptionalAction, default=True,
@@ -230,7 +231,7 @@ def run_options(args, device, definition, out):
         device=device, out_dir=Path(out), timeout=args.timeout,
         tolerance=Tolerance(args.atol, args.rtol, args.required_matched_ratio), timing=timing,
         reference_timing=reference_quick(definition.name) if quick else None,
-        profile_baseline=not args.no_profile_baseline, resume=args.resume, seed=args.seed,
+        profile_baseline=not (args.no_profile_baseline or cpu), resume=args.resume, seed=args.seed,
         isolation=args.isolation, timer=args.timer, show_progress=not args.quiet, strict=args.strict,
         prestart=args.prestart, reference_cache=Path(out) / "reference_latency.json",
         reference_budget_s=args.reference_budget,

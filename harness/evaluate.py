@@ -68,7 +68,7 @@ def differences(opts):
                      "--reference-timing official times it as the solutions")
     if not opts.device.startswith("cuda"):
         notes.append("CPU device: a correctness check; latencies are wall-clock and NOT official, so no speedups "
-                     "or scores are shown")
+                     "or scores are shown" + ("" if opts.profile_baseline else ", and the reference is not timed"))
         if timing is not None:
             notes.append(f"CPU device: {timing.warmup} warmup, {timing.iters} timed call(s) per trial, "
                          f"{timing.trials} trial(s) (pass --warmup/--iterations/--trials for more)")
@@ -445,8 +445,9 @@ def evaluate(dataset, definition, workloads, solutions, opts, stats=None):
     """Evaluate solutions on workloads, interleaved per workload. Returns PairResults in order; `stats`
     (a dict, if given) receives the run's own times: parallel preparation, reference timing, whole loop."""
     out_dir = Path(opts.out_dir)
+    authors = {s.name: s.author for s in solutions}
     for name, (other, again) in retire_traces(out_dir, definition, solutions, workloads, opts.resume).items():
-        where = stale_path(out_dir, "<author>", definition.op_type, definition.name)
+        where = stale_path(out_dir, authors[name], definition.op_type, definition.name)
         if other:
             print(f"{definition.name}: {name}: {other} trace(s) in {out_dir} were written for other content under "
                   f"this name (edited since, or another solution named alike): moved to {where}; evaluated again")
