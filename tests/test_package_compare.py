@@ -146,25 +146,6 @@ def test_the_ablation_is_our_prefill_submission_with_the_recurrent_entry_point()
     assert resolve("gdn-harness", ds.definition("gdn_decode_qk4_v8_d128_k_last"), ds) == []
 
 
-def test_committed_h200_traces_load_and_compare(tmp_path):
-    """The committed H200 traces parse as official traces and feed the report and the comparison."""
-    from harness.compare import write_comparison
-    from harness.report import load_rows
-    src = REPO / "results" / "h200"
-    if not (src / "traces").is_dir():
-        pytest.skip("no committed H200 traces")
-    run = tmp_path / "h200"
-    shutil.copytree(src, run, ignore=shutil.ignore_patterns("report", "compare"))
-    ds = Dataset()
-    decode = ds.definition("gdn_decode_qk4_v8_d128_k_last")
-    df = load_rows([run], [decode])
-    assert set(df.timer[df.latency_us.notna()]) == {"cupti (flashinfer.testing.bench_gpu_time_with_cupti, cold L2)"}
-    assert (df.hardware == "NVIDIA H200").all() and (df.inputs == "stand-in").all()
-    out, summary, buckets = write_comparison(run, decode, "gdn-harness-decode")
-    assert (out / "gdn_decode_qk4_v8_d128_k_last.md").exists()
-    assert buckets.bucket.iloc[0] == "B=1" and "flashinfer-gdn-decode / gdn-harness-decode" in buckets.columns
-
-
 def test_solution_runs_groups_overlapping_spans_of_one_commit():
     import pandas as pd
 
