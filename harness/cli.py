@@ -13,8 +13,8 @@ import argparse
 import sys
 from pathlib import Path
 
-from harness.correctness import DEFAULT_ATOL, DEFAULT_MATCHED_RATIO, DEFAULT_RTOL
-from harness.jsonio import DataError
+from harness.eval.correctness import DEFAULT_ATOL, DEFAULT_MATCHED_RATIO, DEFAULT_RTOL
+from harness.data.jsonio import DataError
 
 
 def positive_int(text):
@@ -139,7 +139,7 @@ def build_parser():
     p.add_argument("--peers", action="store_true", help="also the other authors' solutions in the dataset (FLA)")
     p.add_argument("--no-extras", action="store_true", help="only ours and the baseline (not the prefill ablation)")
     p.add_argument("--no-report", action="store_true", help="write no report/ and compare/")
-    from harness.shard import parse_shard
+    from harness.eval.shard import parse_shard
     p.add_argument("--gpus", type=positive_int, default=1, metavar="N",
                    help="spread the workloads over the first N visible GPUs of this host, one child each")
     p.add_argument("--shard", type=parse_shard, default=None, metavar="K/N",
@@ -172,7 +172,7 @@ def build_parser():
 
 
 def _dataset(args):
-    from harness.dataset import Dataset
+    from harness.data.dataset import Dataset
     return Dataset(args.dataset) if args.dataset else Dataset()
 
 
@@ -183,7 +183,7 @@ def _device(args):
     if device.startswith("cuda") and not torch.cuda.is_available():
         raise DataError("--device", "CUDA is not available on this machine", "use --device cpu")
     if device.startswith("cuda"):
-        from harness.timing_cuda import resolve_timer
+        from harness.eval.timing_cuda import resolve_timer
         try:
             resolve_timer(args.timer)
         except Exception as exc:
@@ -194,7 +194,7 @@ def _device(args):
 def _plans(dataset, args):
     """[(definition, workloads, solutions)] for eval/compare: the named definitions, else every definition
     the named solutions are for (a built-in name stands for every definition)."""
-    from harness.solution_loader import resolve, definitions_of
+    from harness.data.resolve import resolve, definitions_of
 
     names = args.definition or definitions_of(args.solution, dataset)
     plans = []
@@ -215,10 +215,10 @@ def _plans(dataset, args):
 
 def run_options(args, device, definition, out):
     """EvalOptions for one definition from the shared options."""
-    from harness.builders import CACHE_ROOT
-    from harness.evaluate import EvalOptions, default_prepare_jobs
-    from harness.correctness import Tolerance
-    from harness.runner import TimingConfig, official_timing, reference_quick
+    from harness.build.builders import CACHE_ROOT
+    from harness.eval.options import EvalOptions, default_prepare_jobs
+    from harness.eval.correctness import Tolerance
+    from harness.eval.child import TimingConfig, official_timing, reference_quick
 
     cpu = not device.startswith("cuda")
     official = official_timing(definition.name)
@@ -240,7 +240,8 @@ def run_options(args, device, definition, out):
 
 
 def _evaluate_plans(args):
-    from harness.evaluate import print_differences, run_definition
+    from harness.eval.options import print_differences
+    from harness.eval.console import run_definition
 
     dataset = _dataset(args)
     plans = _plans(dataset, args)
@@ -258,7 +259,7 @@ def _evaluate_plans(args):
 
 def exit_status(results, args):
     """1 when a pair evaluated in this run is not PASSED (unless --exit-zero), else 0."""
-    from harness.evaluate import not_passed
+    from harness.eval.loop import not_passed
     return 0 if args.exit_zero or not not_passed(results) else 1
 
 
@@ -268,7 +269,7 @@ def cmd_eval(args):
 
 
 def cmd_compare(args):
-    from harness.compare import write_comparison
+    from harness.report.compare import write_comparison
 
     dataset, plans, out, results = _evaluate_plans(args)
     for definition, _, solutions in plans:
@@ -285,17 +286,17 @@ def cmd_compare(args):
 
 
 def cmd_full(args):
-    from harness.make_eval import run_full
+    from harness.full import run_full
     return run_full(args, argv=args.argv)
 
 
 def cmd_bench(args):
-    from harness.make_eval import run_bench
+    from harness.full import run_bench
     return run_bench(args)
 
 
 def cmd_report(args):
-    from harness.report import load_rows, write_report
+    from harness.report.summary import load_rows, write_report
 
     dataset = _dataset(args)
     for run in args.runs:
@@ -313,7 +314,7 @@ def cmd_report(args):
     out, summary, track, _ = write_report(args.out, definitions, sources=args.runs, dataset=dataset)
     print(summary.drop(columns=["provenance"]).to_string(index=False))
     if args.base:
-        from harness.compare import write_comparison
+        from harness.report.compare import write_comparison
         for definition in definitions:
             present = set(df.solution[df.definition == definition.name])
             for base in [b for b in args.base if b in present]:
@@ -325,7 +326,7 @@ def cmd_report(args):
 
 
 def cmd_package(args):
-    from harness.package import REPO, package
+    from harness.build.package import REPO, package
 
     written = package(args.submission or REPO / "submission", args.out or REPO / "results" / "package",
                       _dataset(args))

@@ -11,11 +11,11 @@ import subprocess
 from dataclasses import dataclass, fields
 from pathlib import Path
 
-from harness.jsonio import DataError, read_json, write_json_atomic
-from harness.solution import BuildSpec, Solution, SourceFile, check_source_path
-from harness.starter_kit import SKIP_PARTS, SKIP_SUFFIXES
+from harness import REPO
+from harness.data.jsonio import DataError, read_json, write_json_atomic
+from harness.data.solution import BuildSpec, Solution, SourceFile, check_source_path
+from harness.data.starter_kit import SKIP_PARTS, SKIP_SUFFIXES
 
-REPO = Path(__file__).resolve().parent.parent
 ENTRIES = REPO / "public" / "entries.json"
 DEFAULT_CACHE = REPO / ".cache" / "public"
 SM90 = ("yes", "no", "unknown")
@@ -393,10 +393,11 @@ def cmd_run(args):
     """The public leaderboard run: every runnable fetched entry beside ours, the baseline and FLA, interleaved per
     workload; entries that cannot run here are listed with the reason. Exit status: our submission's pairs."""
     from harness.cli import _dataset, _device, exit_status, run_options, select_workloads
-    from harness.evaluate import print_differences, run_definition
-    from harness.leaderboard import write_leaderboard
-    from harness.make_eval import RESULTS_ROOT, _seed_reference_cache, gpu_slug
-    from harness.solution_loader import resolve
+    from harness.eval.options import print_differences
+    from harness.eval.console import run_definition
+    from harness.report.leaderboard import write_leaderboard
+    from harness.full import RESULTS_ROOT, _seed_reference_cache, gpu_slug
+    from harness.data.resolve import resolve
 
     device = _device(args)
     if not device.startswith("cuda"):

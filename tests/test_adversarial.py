@@ -5,10 +5,11 @@ from pathlib import Path
 
 import pytest
 
-from harness.dataset import Dataset, read_traces, trace_path
-from harness.evaluate import EvalOptions, evaluate
-from harness.runner import TimingConfig
-from harness.solution import Solution
+from harness.data.dataset import Dataset, read_traces, trace_path
+from harness.eval.options import EvalOptions
+from harness.eval.loop import evaluate
+from harness.eval.child import TimingConfig
+from harness.data.solution import Solution
 from tests.toy import make_toy_root
 
 CORPUS = Path(__file__).resolve().parent / "adversarial"

@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 
 from harness.cli import main, select_workloads
-from harness.dataset import Dataset
-from harness.jsonio import DataError
+from harness.data.dataset import Dataset
+from harness.data.jsonio import DataError
 from tests.toy import make_toy_root, toy_solution
 
 REPO = Path(__file__).resolve().parent.parent

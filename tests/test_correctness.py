@@ -4,8 +4,8 @@ import math
 import pytest
 import torch
 
-from harness.correctness import Tolerance, check_output, merge_max, normalize_outputs
-from harness.trace import Status
+from harness.eval.correctness import Tolerance, check_output, merge_max, normalize_outputs
+from harness.data.trace import Status
 
 
 def t(*xs, dtype=torch.float32):
@@ -88,7 +88,7 @@ def test_normalize_outputs():
 
 
 def test_change_detection_treats_nan_as_unchanged():
-    from harness.runner import _changed_inputs
+    from harness.eval.child import _changed_inputs
     a = torch.tensor([1.0, float("nan")])
     assert _changed_inputs(["x"], [a], [a.clone()]) == []
     assert _changed_inputs(["x"], [a], [torch.tensor([2.0, float("nan")])]) == ["x"]

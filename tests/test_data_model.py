@@ -5,12 +5,12 @@ import os
 
 import pytest
 
-from harness.dataset import Dataset, append_trace, read_traces
-from harness.definition import Definition
-from harness.jsonio import DataError
-from harness.solution import Solution
-from harness.trace import Correctness, Environment, Evaluation, Performance, Status, Trace
-from harness.workload import Workload, load_workloads, workload_line
+from harness.data.dataset import Dataset, append_trace, read_traces
+from harness.data.definition import Definition
+from harness.data.jsonio import DataError
+from harness.data.solution import Solution
+from harness.data.trace import Correctness, Environment, Evaluation, Performance, Status, Trace
+from harness.data.workload import Workload, load_workloads, workload_line
 from tests.toy import make_toy_root, toy_solution
 
 ROOT = Dataset().root

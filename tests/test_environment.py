@@ -2,7 +2,7 @@
 import hashlib
 import subprocess
 
-from harness import environment
+from harness.eval import environment
 
 
 def _git(repo, *args):

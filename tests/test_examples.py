@@ -8,10 +8,11 @@ from pathlib import Path
 import pytest
 import torch
 
-from harness.dataset import Dataset
-from harness.evaluate import EvalOptions, evaluate
-from harness.runner import TimingConfig
-from harness.starter_kit import load_starter_kit
+from harness.data.dataset import Dataset
+from harness.eval.options import EvalOptions
+from harness.eval.loop import evaluate
+from harness.eval.child import TimingConfig
+from harness.data.starter_kit import load_starter_kit
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
 DECODE = "gdn_decode_qk4_v8_d128_k_last"

@@ -4,9 +4,9 @@ import json
 
 import pytest
 
-from harness import isolation
+from harness.eval import pool as isolation
 from harness.cli import build_parser, main, run_options
-from harness.runner import TimingConfig, official_timing
+from harness.eval.child import TimingConfig, official_timing
 from tests.toy import make_toy_root, toy_solution
 
 REPO = __import__("pathlib").Path(__file__).resolve().parent.parent
@@ -42,7 +42,7 @@ def test_all_subcommands_are_there():
 
 
 def test_cpu_defaults_are_a_quick_check_and_gpu_defaults_official():
-    from harness.dataset import Dataset
+    from harness.data.dataset import Dataset
 
     prefill = Dataset().definition("gdn_prefill_qk4_v8_d128_k_last")
     args = build_parser().parse_args(["eval", "--solution", "ours"])
@@ -198,5 +198,5 @@ def test_a_kit_read_with_a_note_says_so_when_evaluated(tmp_path, capsys):
 
 
 def test_auto_and_cupti_share_reference_cache_keys():
-    from harness.evaluate import timer_key
+    from harness.eval.reference_latency import timer_key
     assert timer_key("cupti") == timer_key("auto") != timer_key("events")

@@ -2,14 +2,14 @@
 import pytest
 import torch
 
-from harness.runner import TimingConfig
+from harness.eval.child import TimingConfig
 
 pytestmark = pytest.mark.gpu
 CFG = TimingConfig(warmup=5, iters=20, trials=1)
 
 
 def _cupti_or_skip():
-    from harness.timing_cuda import cupti_status
+    from harness.eval.timing_cuda import cupti_status
     ok, detail = cupti_status()
     if not ok:
         pytest.skip(detail)
@@ -17,7 +17,7 @@ def _cupti_or_skip():
 
 def test_single_kernel_cupti_below_event_time():
     _cupti_or_skip()
-    from harness.timing_cuda import measure
+    from harness.eval.timing_cuda import measure
     x = torch.randn(1 << 16, device="cuda")
     y = torch.empty_like(x)
     r = measure(lambda a, b: torch.mul(a, 2.0, out=b), [x, y], CFG)
@@ -30,7 +30,7 @@ def test_host_gap_between_kernels_is_charged():
     _cupti_or_skip()
     import time
 
-    from harness.timing_cuda import measure
+    from harness.eval.timing_cuda import measure
     x = torch.randn(1 << 10, device="cuda")
 
     def two_kernels_with_gap(a):
@@ -44,14 +44,14 @@ def test_host_gap_between_kernels_is_charged():
 
 def test_no_gpu_work_is_an_error():
     _cupti_or_skip()
-    from harness.timing_cuda import measure
+    from harness.eval.timing_cuda import measure
     with pytest.raises(Exception, match="No kernel activities recorded"):
         measure(lambda a: None, [torch.zeros(1, device="cuda")], CFG)
 
 
 def test_inconsistent_kernels_is_an_error():
     _cupti_or_skip()
-    from harness.timing_cuda import measure
+    from harness.eval.timing_cuda import measure
     calls = [0]
 
     def flaky(a):
@@ -63,7 +63,7 @@ def test_inconsistent_kernels_is_an_error():
 
 
 def test_events_timer_is_labelled():
-    from harness.timing_cuda import measure
+    from harness.eval.timing_cuda import measure
     x = torch.randn(1 << 16, device="cuda")
     r = measure(lambda a: a.mul_(1.0), [x], CFG, timer="events")
     assert "NOT the official" in r.timer

@@ -1,4 +1,4 @@
-"""harness/leaderboard.py on a hand-made output folder: six entries on four decode workloads, every figure
+"""harness/report/leaderboard.py on a hand-made output folder: six entries on four decode workloads, every figure
 checked against values worked out by hand below."""
 import math
 import re
@@ -6,10 +6,10 @@ import re
 import pandas as pd
 import pytest
 
-from harness.dataset import Dataset, append_jsonl, append_trace, extras_path, trace_path
-from harness.leaderboard import write_leaderboard
-from harness.trace import Correctness, Environment, Evaluation, Performance, Status, Trace
-from harness.workload import InputSpec, Workload
+from harness.data.dataset import Dataset, append_jsonl, append_trace, extras_path, trace_path
+from harness.report.leaderboard import write_leaderboard
+from harness.data.trace import Correctness, Environment, Evaluation, Performance, Status, Trace
+from harness.data.workload import InputSpec, Workload
 
 DEF = Dataset().definition("gdn_decode_qk4_v8_d128_k_last")
 TIMER = "cupti (flashinfer.testing.bench_gpu_time_with_cupti, cold L2)"

@@ -17,11 +17,11 @@ import torch
 if __name__ == "__main__":  # script mode: make the repo importable like conftest.py does
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from harness.correctness import Tolerance, check_output, merge_max  # noqa: E402
-from harness.dataset import Dataset  # noqa: E402
-from harness.inputs import load_blobs, materialize  # noqa: E402
-from harness.reference import load_reference, run_reference  # noqa: E402
-from harness.trace import Status  # noqa: E402
+from harness.eval.correctness import Tolerance, check_output, merge_max  # noqa: E402
+from harness.data.dataset import Dataset  # noqa: E402
+from harness.eval.inputs import load_blobs, materialize  # noqa: E402
+from harness.eval.reference import load_reference, run_reference  # noqa: E402
+from harness.data.trace import Status  # noqa: E402
 from reference.gdn_recurrent import gates, recurrent_decode, recurrent_packed, resolve_scale  # noqa: E402
 
 DECODE = "gdn_decode_qk4_v8_d128_k_last"

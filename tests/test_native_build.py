@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from harness.builders import cuda_lib_dir
+from harness.build.builders import cuda_lib_dir
 
 NATIVE = Path(__file__).resolve().parent / "native"
 
@@ -54,10 +54,11 @@ def _native_solution(path, binding):
 @pytest.mark.gpu
 @pytest.mark.parametrize("binding,source", [("tvm-ffi", "axpy_tvm_ffi.cu"), ("torch", "axpy_torch.cu")])
 def test_native_solutions_build_and_pass_on_gpu(tmp_path, binding, source):
-    from harness.dataset import Dataset
-    from harness.evaluate import EvalOptions, evaluate
-    from harness.runner import TimingConfig
-    from harness.solution import Solution
+    from harness.data.dataset import Dataset
+    from harness.eval.options import EvalOptions
+    from harness.eval.loop import evaluate
+    from harness.eval.child import TimingConfig
+    from harness.data.solution import Solution
     from tests.toy import make_toy_root
 
     ds = Dataset(make_toy_root(tmp_path / "toy"))

@@ -7,15 +7,16 @@ from types import SimpleNamespace
 import pytest
 import torch
 
-from harness.builders import check_signature
-from harness.correctness import normalize_outputs
-from harness.dataset import Dataset
-from harness.evaluate import EvalOptions, evaluate
-from harness.jsonio import DataError
-from harness.package import validate
-from harness.runner import TimingConfig
-from harness.solution import Solution
-from harness.starter_kit import load_starter_kit
+from harness.build.builders import check_signature
+from harness.eval.correctness import normalize_outputs
+from harness.data.dataset import Dataset
+from harness.eval.options import EvalOptions
+from harness.eval.loop import evaluate
+from harness.data.jsonio import DataError
+from harness.build.package import validate
+from harness.eval.child import TimingConfig
+from harness.data.solution import Solution
+from harness.data.starter_kit import load_starter_kit
 from tests.toy import make_toy_root, toy_solution
 
 LOAD_FAILS = "; FlashInfer-Bench's loader refuses it, so the official dataset load would fail"

@@ -7,10 +7,10 @@ import pytest
 import torch
 
 from harness.cli import main
-from harness.dataset import Dataset
-from harness.jsonio import DataError
-from harness.package import package
-from harness.solution import Solution
+from harness.data.dataset import Dataset
+from harness.data.jsonio import DataError
+from harness.build.package import package
+from harness.data.solution import Solution
 from tests.toy import make_toy_root, toy_solution
 
 REPO = Path(__file__).resolve().parent.parent
@@ -137,7 +137,7 @@ def test_report_refuses_mixed_timers(tmp_path, capsys):
 
 
 def test_the_ablation_is_our_prefill_submission_with_the_recurrent_entry_point():
-    from harness.solution_loader import ABLATION, resolve
+    from harness.data.resolve import ABLATION, resolve
     ds = Dataset()
     prefill = ds.definition(ABLATION["definition"])
     (ours,), (ablation,) = resolve("ours", prefill, ds), resolve("gdn-harness", prefill, ds)
@@ -149,7 +149,7 @@ def test_the_ablation_is_our_prefill_submission_with_the_recurrent_entry_point()
 def test_solution_runs_groups_overlapping_spans_of_one_commit():
     import pandas as pd
 
-    from harness.compare import solution_runs
+    from harness.report.compare import solution_runs
 
     lib = lambda c: json.dumps({"harness": c})  # noqa: E731
     df = pd.DataFrame([

@@ -9,11 +9,11 @@ from pathlib import Path
 
 import pytest
 
-from harness.dataset import Dataset
-from harness.jsonio import DataError
+from harness.data.dataset import Dataset
+from harness.data.jsonio import DataError
 from harness.cli import main
-from harness.package import package
-from harness.starter_kit import load_starter_kit
+from harness.build.package import package
+from harness.data.starter_kit import load_starter_kit
 from tests.toy import make_toy_root
 
 REPO = Path(__file__).resolve().parent.parent
@@ -132,7 +132,7 @@ def test_packaging_writes_only_under_out_with_mode_0644(tmp_path):
 
 
 def test_source_dir_is_read_as_the_official_packer_reads_it(tmp_path):
-    from harness.starter_kit import load_starter_kit
+    from harness.data.starter_kit import load_starter_kit
     kit = tmp_path / "kit"
     shutil.copytree(REPO / "examples" / "gdn_decode_qk4_v8_d128_k_last", kit)
     (kit / "solution" / "python").rename(kit / "solution" / "v2")
@@ -142,7 +142,7 @@ def test_source_dir_is_read_as_the_official_packer_reads_it(tmp_path):
 
 
 def test_where_the_starter_kit_packer_differs_it_is_said(tmp_path):
-    from harness.package import kit_packer_differences
+    from harness.build.package import kit_packer_differences
     ds = Dataset()
     (_, sol, notes), = package(REPO / "examples", tmp_path / "out", ds)[:1]
     assert any("description" in n for n in notes) and any("language 'python'" in n for n in notes)

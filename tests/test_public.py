@@ -8,9 +8,9 @@ from pathlib import Path
 import pytest
 
 from harness import public
-from harness.jsonio import DataError
+from harness.data.jsonio import DataError
 from harness.public import PublicEntry, fetch, load_entries, public_solutions, runnable
-from harness.solution import Solution
+from harness.data.solution import Solution
 
 SHARED = Path("/work/shared/public")
 DECODE = "gdn_decode_qk4_v8_d128_k_last"

@@ -2,13 +2,13 @@
 GPU host (the loop and the leaderboard themselves are tested elsewhere)."""
 import torch
 
-import harness.evaluate
-import harness.leaderboard
+import harness.eval.console
+import harness.report.leaderboard
 import harness.public
-import harness.timing_cuda
+import harness.eval.timing_cuda
 from harness.cli import main
 from harness.public import load_entries
-from harness.solution_loader import reference_solution
+from harness.data.resolve import reference_solution
 
 
 def test_public_run_puts_every_runnable_entry_beside_ours_and_lists_the_rest(monkeypatch, tmp_path, capsys):
@@ -16,18 +16,18 @@ def test_public_run_puts_every_runnable_entry_beside_ours_and_lists_the_rest(mon
     decode = [e for e in entries if e.definition == "gdn_decode_qk4_v8_d128_k_last"]
     monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
     monkeypatch.setattr(torch.cuda, "get_device_name", lambda *a: "NVIDIA H200")
-    monkeypatch.setattr(harness.timing_cuda, "resolve_timer", lambda timer: "cupti")
+    monkeypatch.setattr(harness.eval.timing_cuda, "resolve_timer", lambda timer: "cupti")
     monkeypatch.setattr(harness.public, "device_capability_here", lambda: (9, 0))
 
     def fetched(cache, definition, entries, capability):
-        from harness.dataset import Dataset
+        from harness.data.dataset import Dataset
         sol = reference_solution(Dataset().definition(definition))
         sol.name = f"public-{definition[:10]}"
         return [sol], [(decode[0], "not runnable here: does not run on sm_90: made up")]
 
     calls = []
     monkeypatch.setattr(harness.public, "public_solutions", fetched)
-    monkeypatch.setattr(harness.evaluate, "run_definition",
+    monkeypatch.setattr(harness.eval.console, "run_definition",
                         lambda ds, d, w, sols, opts, stats=None, table=True: calls.append((d.name, [s.name for s in sols],
                                                                                           len(w), opts)) or [])
 
@@ -41,7 +41,7 @@ def test_public_run_puts_every_runnable_entry_beside_ours_and_lists_the_rest(mon
         import pandas as pd
         return {d.name: pd.DataFrame() for d in definitions}
 
-    monkeypatch.setattr(harness.leaderboard, "write_leaderboard", leaderboard)
+    monkeypatch.setattr(harness.report.leaderboard, "write_leaderboard", leaderboard)
     assert main(["public", "run", "--out", str(tmp_path), "--workloads", "0-1"]) == 0
     assert [(name, sols, n) for name, sols, n, _ in calls] == [
         ("gdn_decode_qk4_v8_d128_k_last", ["gdn-harness-decode", "flashinfer-gdn-decode", "fla-gdn-decode",

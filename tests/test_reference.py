@@ -8,9 +8,9 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from harness.correctness import Tolerance, check_output
-from harness.dataset import Dataset
-from harness.reference import load_reference, run_reference
+from harness.eval.correctness import Tolerance, check_output
+from harness.data.dataset import Dataset
+from harness.eval.reference import load_reference, run_reference
 from reference.gdn_chunked import chunked_packed
 from reference.gdn_recurrent import gates, recurrent_decode, recurrent_packed
 

@@ -5,13 +5,14 @@ import math
 
 import pytest
 
-from harness.dataset import Dataset
-from harness.evaluate import EvalOptions, evaluate
-from harness.jsonio import DataError, read_jsonl
-from harness.report import write_report
-from harness.runner import TimingConfig
-from harness.solution import Solution
-from harness.timing import CPU_LABEL
+from harness.data.dataset import Dataset
+from harness.eval.options import EvalOptions
+from harness.eval.loop import evaluate
+from harness.data.jsonio import DataError, read_jsonl
+from harness.report.summary import write_report
+from harness.eval.child import TimingConfig
+from harness.data.solution import Solution
+from harness.eval.timing import CPU_LABEL
 from tests.toy import make_toy_root, toy_solution
 
 BODY = "def run(x, y, alpha, z):\n    z.copy_(x + alpha * y)\n"
@@ -45,7 +46,7 @@ def test_budget_leaves_the_rest_unprofiled_and_the_report_says_so(tmp_path, caps
     assert math.isnan(track.iloc[0].track_score_vs_reference)
     text = (out / "report.md").read_text()
     assert "Reference latency missing" in text and "## Harness run time" in text
-    from harness.report import load_rows, run_time
+    from harness.report.summary import load_rows, run_time
     prep, pairs = run_time(load_rows([tmp_path / "out"], [definition]))
     assert prep.workloads.tolist() == [3] and prep.prepare_s.iloc[0] > 0
     assert pairs.pairs.tolist() == [3] and pairs.pairs_s.iloc[0] > 0
@@ -95,7 +96,7 @@ def test_parallel_preparation_makes_the_reference_outputs_before_the_loop(tmp_pa
     records the time its workload took to prepare."""
     import torch
 
-    from harness.dataset import extras_path
+    from harness.data.dataset import extras_path
 
     ds, definition, workloads = _setup(tmp_path)
     cache = tmp_path / "payloads"
@@ -122,8 +123,8 @@ def test_parallel_preparation_makes_the_reference_outputs_before_the_loop(tmp_pa
 
 
 def test_report_lists_the_recorded_runs(tmp_path):
-    from harness.dataset import append_jsonl
-    from harness.report import runs_table
+    from harness.data.dataset import append_jsonl
+    from harness.report.summary import runs_table
 
     assert runs_table(tmp_path) is None
     append_jsonl(tmp_path / "runs.jsonl", {"definition": "d", "wall_s": 12.5, "pairs": 4, "parallel_prepare_s": 3.0})
@@ -135,9 +136,9 @@ def test_report_lists_the_recorded_runs(tmp_path):
 def test_reference_timing_skips_the_extra_event_timed_call(monkeypatch):
     """The official timer's calls only: no host-inclusive event timing of the reference (one prefill reference
     call takes seconds on a GPU, and its event time is reported nowhere)."""
-    import harness.timing_cuda as tc
-    from harness.runner import TimingConfig as TC
-    from harness.timing import measure
+    import harness.eval.timing_cuda as tc
+    from harness.eval.child import TimingConfig as TC
+    from harness.eval.timing import measure
 
     calls = []
     monkeypatch.setattr(tc, "resolve_timer", lambda timer: "cupti")
@@ -150,11 +151,11 @@ def test_reference_timing_skips_the_extra_event_timed_call(monkeypatch):
 
 
 def test_evaluate_times_the_reference_without_event_time(tmp_path, monkeypatch):
-    import harness.timing
-    from harness.timing import TimingResult
+    import harness.eval.timing
+    from harness.eval.timing import TimingResult
 
     seen = []
-    monkeypatch.setattr(harness.timing, "measure",
+    monkeypatch.setattr(harness.eval.timing, "measure",
                         lambda *a, **kw: seen.append(kw.get("event_time", True)) or TimingResult(1.0, "x"))
     ds, definition, workloads = _setup(tmp_path)
     evaluate(ds, definition, workloads[:1], [Solution.from_json(toy_solution("a", BODY), "a")], _opts(tmp_path))
@@ -166,7 +167,7 @@ def test_a_resumed_run_times_references_a_budget_left_out_and_the_report_fills_t
     records them in the extras, and the report's speedup vs reference becomes defined."""
     import pandas as pd
 
-    from harness.dataset import extras_path
+    from harness.data.dataset import extras_path
 
     ds, definition, workloads = _setup(tmp_path)
     sol = Solution.from_json(toy_solution("a", BODY), "a")

@@ -4,12 +4,13 @@ from pathlib import Path
 
 import pytest
 
-from harness.dataset import Dataset
-from harness.evaluate import EvalOptions, evaluate
-from harness.package import package
-from harness.runner import TimingConfig
-from harness.solution import Solution
-from harness.starter_kit import load_starter_kit
+from harness.data.dataset import Dataset
+from harness.eval.options import EvalOptions
+from harness.eval.loop import evaluate
+from harness.build.package import package
+from harness.eval.child import TimingConfig
+from harness.data.solution import Solution
+from harness.data.starter_kit import load_starter_kit
 
 REPO = Path(__file__).resolve().parent.parent
 SMALLEST = {"gdn_decode_qk4_v8_d128_k_last": "901e5104", "gdn_prefill_qk4_v8_d128_k_last": "77daf91d"}

@@ -1,5 +1,5 @@
 """`make eval --gpus N`: the workload shares, the children's arguments, and the merge of what the children
-wrote back into the results folder (a fake child stands in for make_eval, which needs a GPU)."""
+wrote back into the results folder (a fake child stands in for `gdn-harness full`, which needs a GPU)."""
 import argparse
 import json
 import shutil
@@ -7,8 +7,8 @@ import textwrap
 
 import pytest
 
-from harness.dataset import Dataset
-from harness.shard import child_argv, merge, parse_shard, run_sharded, shard_workloads
+from harness.data.dataset import Dataset
+from harness.eval.shard import child_argv, merge, parse_shard, run_sharded, shard_workloads
 
 
 def test_parse_shard():
@@ -93,7 +93,7 @@ def test_merge_drops_a_partial_last_line_left_in_the_results_folder(tmp_path):
 
 @pytest.mark.parametrize("text,error", [('{"k1": 1.0, "k2"', "not valid JSON"), ("[1.0, 2.0]", "expected an object")])
 def test_merge_names_a_damaged_reference_cache_and_writes_nothing(tmp_path, text, error):
-    from harness.jsonio import DataError
+    from harness.data.jsonio import DataError
 
     out, shard = _folder_and_copy_with_a_run(tmp_path)
     (shard / "reference_latency.json").write_text(text)
@@ -116,7 +116,7 @@ def test_merge_refuses_a_folder_that_is_not_a_copy(tmp_path):
 
 
 FAKE_CHILD = textwrap.dedent('''
-    """Stands in for make_eval: appends one trace line and one cache entry to its --out, as its shard."""
+    """Stands in for `gdn-harness full`: appends one trace line and one cache entry to its --out, as its shard."""
     import json, os, sys
     from pathlib import Path
     args = sys.argv[1:]

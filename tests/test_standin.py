@@ -7,9 +7,9 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from harness.dataset import Dataset
-from harness.inputs import check_constraints, load_blobs, materialize
-from harness.jsonio import DataError
+from harness.data.dataset import Dataset
+from harness.eval.inputs import check_constraints, load_blobs, materialize
+from harness.data.jsonio import DataError
 from tests.toy import make_toy_root
 
 DECODE, PREFILL = "gdn_decode_qk4_v8_d128_k_last", "gdn_prefill_qk4_v8_d128_k_last"
@@ -34,7 +34,7 @@ def test_same_bytes_in_two_roots_and_another_process(tmp_path):
     d, w = _first(a, PREFILL, lambda w: w.axes["num_seqs"] >= 3 and w.axes["total_seq_len"] < 300)
     fa = load_blobs(a, d, w).files[0]
     _, wb = _first(b, PREFILL, lambda x: x.uuid == w.uuid)
-    code = ("import sys; sys.path.insert(0, %r); from harness.dataset import Dataset; from harness.inputs import "
+    code = ("import sys; sys.path.insert(0, %r); from harness.data.dataset import Dataset; from harness.eval.inputs import "
             "load_blobs; ds = Dataset(%r); d = ds.definition(%r); w = [x for x in ds.workloads(d) if x.uuid == %r][0];"
             " load_blobs(ds, d, w)") % (str(Dataset().root.parent), str(b.root), PREFILL, w.uuid)
     subprocess.run([sys.executable, "-c", code], check=True)

@@ -4,11 +4,12 @@ import math
 
 import pytest
 
-from harness.correctness import Tolerance
-from harness.dataset import Dataset, read_traces, trace_path
-from harness.evaluate import EvalOptions, evaluate
-from harness.runner import TimingConfig
-from harness.solution import Solution
+from harness.eval.correctness import Tolerance
+from harness.data.dataset import Dataset, read_traces, trace_path
+from harness.eval.options import EvalOptions
+from harness.eval.loop import evaluate
+from harness.eval.child import TimingConfig
+from harness.data.solution import Solution
 from tests.toy import make_toy_root, toy_solution
 
 GOOD = """

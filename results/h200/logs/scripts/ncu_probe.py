@@ -3,7 +3,7 @@ import json, os, sys
 import torch
 sys.path.insert(0, "submission/gdn_prefill_qk4_v8_d128_k_last/solution/triton"); sys.path.insert(0, ".")
 import kernel as K
-from harness.standin import _cu_seqlens, _rng
+from harness.eval.standin import _cu_seqlens, _rng
 from tests.test_prefill_kernel import make_inputs
 if os.environ.get("CU"):             # a shape of one's own: CU='[0, 1216]'
     cu = json.loads(os.environ["CU"])

@@ -8,7 +8,7 @@ import importlib.util, json, os, statistics, sys
 import torch
 sys.path.insert(0, "."); sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from profile_calls import profiled_calls
-from harness.standin import _cu_seqlens, _rng
+from harness.eval.standin import _cu_seqlens, _rng
 from tests.test_prefill_kernel import make_inputs
 src = open(os.environ.get("KERNEL", "submission/gdn_prefill_qk4_v8_d128_k_last/solution/triton/kernel.py")).read()
 TM_CALL = "N, True, False, C, SB, LOG2NB, SCAN, NP2,\n                       PREC_QK, PREC_T, NHV, NHK, DK)"

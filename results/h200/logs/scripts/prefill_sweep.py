@@ -26,7 +26,7 @@ if os.environ.get("OLD_KERNEL"):
     _spec = importlib.util.spec_from_file_location("kernel_old", os.environ["OLD_KERNEL"])
     K_OLD = importlib.util.module_from_spec(_spec)
     _spec.loader.exec_module(K_OLD)
-from harness.standin import _cu_seqlens, _rng
+from harness.eval.standin import _cu_seqlens, _rng
 from reference.gdn_chunked import chunked_packed
 from tests.test_prefill_kernel import make_inputs
 

@@ -12,7 +12,7 @@ sys.path.insert(0, ".")
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import kernel as K
 from profile_calls import profiled_calls
-from harness.standin import _cu_seqlens, _rng
+from harness.eval.standin import _cu_seqlens, _rng
 from tests.test_prefill_kernel import make_inputs
 
 rows = [json.loads(line)["workload"] for line in open("workloads/workloads/gdn/gdn_prefill_qk4_v8_d128_k_last.jsonl")]

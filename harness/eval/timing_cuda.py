@@ -11,7 +11,7 @@ import warnings
 
 import torch
 
-from harness.timing import TimingError, TimingResult
+from harness.eval.timing import TimingError, TimingResult
 
 CUPTI_LABEL = "cupti (flashinfer.testing.bench_gpu_time_with_cupti, cold L2)"
 EVENTS_LABEL = "cuda-events (NOT the official timer: --timer events)"

@@ -1,8 +1,8 @@
 """The definition's reference: its `reference` source executed as-is, `run(*inputs)`."""
 import types
 
-from harness.correctness import normalize_outputs
-from harness.inputs import torch_dtype
+from harness.eval.correctness import normalize_outputs
+from harness.eval.inputs import torch_dtype
 
 
 def load_reference(definition):

@@ -17,7 +17,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from harness.trace import Status
+from harness.data.trace import Status
 
 LOG_LIMIT = 5 * 1024 * 1024  # bytes of child output kept in a trace log: the head, as officially
 
@@ -37,7 +37,7 @@ def _child_main(conn, log_path, device, one_shot):
     sys.stdout = os.fdopen(1, "w", buffering=1, closefd=False)
     sys.stderr = os.fdopen(2, "w", buffering=1, closefd=False)
     use_triton_interpreter(device)
-    from harness.runner import run_job  # the slow part of start-up (torch), done while idle
+    from harness.eval.child import run_job  # the slow part of start-up (torch), done while idle
 
     if device.startswith("cuda"):
         _warm_up_cuda()
@@ -111,8 +111,8 @@ def truncate_log(data, limit=LOG_LIMIT):
     return data[:limit].decode("utf-8", errors="replace") + "\n\n[log truncated]\n"
 
 
-class Runner:
-    """Runs Job objects; returns (outcome dict, log text)."""
+class ChildPool:
+    """The children that run Job objects (by isolation mode); run() returns (outcome dict, log text)."""
 
     def __init__(self, mode="process", device="cpu", timeout=300.0, prestart=None):
         if mode not in ("process", "worker", "none"):
@@ -133,7 +133,7 @@ class Runner:
 
     def run(self, job):
         if self.mode == "none":
-            from harness.runner import run_job
+            from harness.eval.child import run_job
             use_triton_interpreter(self.device)
             return run_job(job).to_dict(), ""
         if self.mode == "process":

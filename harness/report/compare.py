@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from harness.report import _md_table, load_rows, provenance, provenance_line
+from harness.report.summary import _md_table, load_rows, provenance, provenance_line
 
 T_BUCKETS = [(0, 64, "T<64"), (64, 512, "T<512"), (512, 2048, "T<2048"), (2048, 8192, "T<8192"),
              (8192, math.inf, "T=8192")]

@@ -5,7 +5,7 @@ starting a child per pair to find the same thing."""
 import ast
 import importlib.util
 
-from harness.jsonio import DataError
+from harness.data.jsonio import DataError
 
 
 def _top_level_bindings(tree):
@@ -70,7 +70,7 @@ def static_problem(solution, definition):
     """Why the official build of this solution would fail, if its sources already tell; else None."""
     if solution.spec.language not in ("python", "triton"):
         return None     # native sources: the compiler says
-    from harness.package import validate
+    from harness.build.package import validate
 
     entry = next(s.content for s in solution.sources if s.path == solution.spec.entry_file)
     try:

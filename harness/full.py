@@ -12,8 +12,10 @@ import sys
 import time
 from pathlib import Path
 
+from harness import REPO
+
 GPU_PACKAGES = {"flashinfer": "flashinfer-python==0.7.2.post1", "cupti": "cupti-python>=13,<14"}
-RESULTS_ROOT = Path(__file__).resolve().parent.parent / "results"
+RESULTS_ROOT = REPO / "results"
 BENCH_TARGET_S = 600  # the harness benchmark's target: ours + baseline, 154 workloads, cached references
 CPU_HINT = ("Check correctness on the CPU instead (Triton runs through its interpreter), e.g.:\n"
             "  gdn-harness eval --solution examples/gdn_decode_qk4_v8_d128_k_last --device cpu --workloads 0-2\n"
@@ -70,8 +72,8 @@ def _seed_reference_cache(out, slug):
 
 
 def _solutions(dataset, definition, args, missing):
-    from harness.jsonio import DataError
-    from harness.solution_loader import OUR_AUTHOR, our_extras, resolve
+    from harness.data.jsonio import DataError
+    from harness.data.resolve import OUR_AUTHOR, our_extras, resolve
 
     sols = resolve("ours", definition, dataset)
     try:
@@ -92,12 +94,13 @@ def _solutions(dataset, definition, args, missing):
 def run_full(args, argv):
     """The full pass; `argv`: the subcommand's own arguments (what a --gpus child is handed)."""
     from harness.cli import exit_status, run_options, select_workloads
-    from harness.builders import CACHE_ROOT
-    from harness.dataset import Dataset, append_jsonl
-    from harness.environment import harness_commit
-    from harness.evaluate import default_prepare_jobs, print_differences, run_definition
-    from harness.jsonio import DataError
-    from harness.timing_cuda import resolve_timer
+    from harness.build.builders import CACHE_ROOT
+    from harness.data.dataset import Dataset, append_jsonl
+    from harness.eval.environment import harness_commit
+    from harness.eval.options import default_prepare_jobs, print_differences
+    from harness.eval.console import run_definition
+    from harness.data.jsonio import DataError
+    from harness.eval.timing_cuda import resolve_timer
 
     if args.shard and args.gpus > 1:
         raise DataError("--shard", "--gpus N gives each child its --shard; pass one or the other")
@@ -129,7 +132,7 @@ def run_full(args, argv):
                   "100 workloads on an H200): --reference-budget SECONDS caps it, --gpus N spreads it"))
     t0 = time.time()
     if args.gpus > 1:
-        from harness.shard import run_sharded
+        from harness.eval.shard import run_sharded
         print(f"  deliberate difference: the workloads are spread over {args.gpus} GPUs of this host, evaluated side "
               "by side by one child each (the official harness uses one GPU)")
         jobs = args.prepare_jobs or max(1, default_prepare_jobs() // args.gpus)
@@ -146,7 +149,7 @@ def run_full(args, argv):
         sols = _solutions(dataset, definition, args, missing)
         workloads = select_workloads(dataset.workloads(definition), args.workloads)
         if args.shard:
-            from harness.shard import shard_workloads
+            from harness.eval.shard import shard_workloads
             workloads = shard_workloads(workloads, *args.shard)
         opts = run_options(args, "cuda", definition, out)
         t1, stats = time.time(), {}
@@ -172,9 +175,9 @@ def run_bench(args):
     """`full` for ours + the baseline in a fresh folder with inputs and reference outputs recomputed and reference
     latencies only looked up (none timed); prints the wall time and appends the pass records to
     results/<gpu>/bench/runs.jsonl."""
-    from harness.builders import CACHE_ROOT
+    from harness.build.builders import CACHE_ROOT
     from harness.cli import build_parser
-    from harness.jsonio import DataError
+    from harness.data.jsonio import DataError
 
     gpu = _gpu_or_hint()
     if gpu is None:
@@ -207,9 +210,9 @@ def run_bench(args):
 
 
 def _report(out, definitions, dataset):
-    from harness.compare import write_comparison
-    from harness.report import write_report
-    from harness.solution_loader import resolve
+    from harness.report.compare import write_comparison
+    from harness.report.summary import write_report
+    from harness.data.resolve import resolve
 
     report_dir, summary, track, _ = write_report(out, definitions, dataset=dataset)
     for definition in definitions:  # the same run, side by side, ratios to our submission

@@ -3,7 +3,7 @@ import hashlib
 from dataclasses import dataclass, field
 from pathlib import PurePosixPath
 
-from harness.jsonio import DataError, Fields, read_json
+from harness.data.jsonio import DataError, Fields, read_json
 
 LANGUAGES = ("python", "triton", "cpp", "cuda", "tilelang")
 BINDINGS = ("tvm-ffi", "torch")

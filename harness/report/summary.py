@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pandas as pd
 
-from harness.dataset import extras_path, read_traces
-from harness.jsonio import encode_float, read_jsonl, write_json_atomic
-from harness.timing import CPU_LABEL
+from harness.data.dataset import extras_path, read_traces
+from harness.data.jsonio import encode_float, read_jsonl, write_json_atomic
+from harness.eval.timing import CPU_LABEL
 
 BASELINE_AUTHOR = "baseline"
 

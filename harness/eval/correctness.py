@@ -4,7 +4,7 @@ from dataclasses import dataclass
 
 import torch
 
-from harness.trace import Status
+from harness.data.trace import Status
 
 DEFAULT_ATOL = 1e-2
 DEFAULT_RTOL = 1e-2

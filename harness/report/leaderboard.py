@@ -8,12 +8,12 @@ from pathlib import Path
 
 import pandas as pd
 
-from harness.compare import bucket_of, bucket_order
-from harness.dataset import extras_path, read_traces
-from harness.evaluate import failure_reason
-from harness.jsonio import read_jsonl
-from harness.report import _lib_values, _md_table, _timers, load_rows, provenance_line, summarize
-from harness.timing import CPU_LABEL
+from harness.report.compare import bucket_of, bucket_order
+from harness.data.dataset import extras_path, read_traces
+from harness.eval.console import failure_reason
+from harness.data.jsonio import read_jsonl
+from harness.report.summary import _lib_values, _md_table, _timers, load_rows, provenance_line, summarize
+from harness.eval.timing import CPU_LABEL
 
 MAX_GROUPS = 8  # distinct failure reasons / warnings shown per entry and status; the rest are counted
 

@@ -13,7 +13,7 @@ import sys
 import threading
 from pathlib import Path
 
-from harness.jsonio import DataError, read_json_object, write_json_atomic, write_text_atomic
+from harness.data.jsonio import DataError, read_json_object, write_json_atomic, write_text_atomic
 
 REFERENCE_CACHE = "reference_latency.json"
 

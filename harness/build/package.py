@@ -11,12 +11,12 @@ import inspect
 import re
 from pathlib import Path
 
-from harness.builders import return_annotation_problem
-from harness.dataset import Dataset
-from harness.jsonio import DataError, write_json_atomic
-from harness.starter_kit import is_starter_kit, load_starter_kit
+from harness import REPO
+from harness.build.builders import return_annotation_problem
+from harness.data.dataset import Dataset
+from harness.data.jsonio import DataError, write_json_atomic
+from harness.data.starter_kit import is_starter_kit, load_starter_kit
 
-REPO = Path(__file__).resolve().parent.parent
 
 
 def entry_def(source, symbol, where):

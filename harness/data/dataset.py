@@ -3,13 +3,14 @@ import fcntl
 import os
 from pathlib import Path
 
-from harness.definition import Definition
-from harness.jsonio import DataError, dumps, read_jsonl
-from harness.solution import Solution
-from harness.trace import Trace
-from harness.workload import load_workloads
+from harness import REPO
+from harness.data.definition import Definition
+from harness.data.jsonio import DataError, dumps, read_jsonl
+from harness.data.solution import Solution
+from harness.data.trace import Trace
+from harness.data.workload import load_workloads
 
-DEFAULT_ROOT = Path(__file__).resolve().parent.parent / "workloads"
+DEFAULT_ROOT = REPO / "workloads"
 
 
 class Dataset:

@@ -1,15 +1,15 @@
-"""`make eval`'s driver: what it does without a GPU, and the options it hands the evaluation loop
+"""`gdn-harness full` (what `make eval` runs): what it does without a GPU, and the options it hands the evaluation loop
 (the loop itself is tested elsewhere; here it is replaced by a recorder)."""
 import json
 
 import pytest
 import torch
 
-from harness import make_eval
-from harness.builders import CACHE_ROOT
+from harness import full
+from harness.build.builders import CACHE_ROOT
 from harness.cli import main
-from harness.evaluate import default_prepare_jobs
-from harness.runner import TimingConfig
+from harness.eval.options import default_prepare_jobs
+from harness.eval.child import TimingConfig
 
 
 def test_without_a_gpu_it_says_so_and_points_to_the_cpu_mode(monkeypatch, capsys):
@@ -23,21 +23,21 @@ def test_without_a_gpu_it_says_so_and_points_to_the_cpu_mode(monkeypatch, capsys
                                         ("NVIDIA H100 80GB HBM3", "h100"), ("NVIDIA A100-SXM4-80GB", "a100"),
                                         ("NVIDIA GeForce RTX 4090", "geforce-rtx-4090"), ("", "gpu")])
 def test_gpu_slug(name, slug):
-    assert make_eval.gpu_slug(name) == slug
+    assert full.gpu_slug(name) == slug
 
 
 @pytest.fixture
 def recorded(monkeypatch):
-    """make_eval.main on a pretend GPU host; returns the calls it made to evaluate()."""
-    import harness.evaluate
-    import harness.timing_cuda
+    """full.main on a pretend GPU host; returns the calls it made to evaluate()."""
+    import harness.eval.loop
+    import harness.eval.timing_cuda
 
     calls = []
     monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
     monkeypatch.setattr(torch.cuda, "get_device_name", lambda *a: "NVIDIA H200")
-    monkeypatch.setattr(make_eval, "ensure_packages", lambda: [])
-    monkeypatch.setattr(harness.timing_cuda, "resolve_timer", lambda timer: "cupti")
-    monkeypatch.setattr(harness.evaluate, "evaluate",
+    monkeypatch.setattr(full, "ensure_packages", lambda: [])
+    monkeypatch.setattr(harness.eval.timing_cuda, "resolve_timer", lambda timer: "cupti")
+    monkeypatch.setattr(harness.eval.loop, "evaluate",
                         lambda ds, d, w, sols, opts, stats=None: calls.append((d.name, [s.name for s in sols], len(w),
                                                                                 opts)) or [])
     return calls
@@ -85,9 +85,9 @@ def test_peers_flag_adds_the_other_authors(recorded, tmp_path):
 @pytest.mark.parametrize("definition", ["gdn_decode_qk4_v8_d128_k_last", "gdn_prefill_qk4_v8_d128_k_last"])
 def test_fla_peers_resolve_by_author_and_fit_the_signature(definition):
     """The FLA peers (run on a GPU only) are valid solutions of their definition, named by their author."""
-    from harness.dataset import Dataset
-    from harness.package import validate
-    from harness.solution_loader import resolve
+    from harness.data.dataset import Dataset
+    from harness.build.package import validate
+    from harness.data.resolve import resolve
 
     ds = Dataset()
     d = ds.definition(definition)
@@ -99,11 +99,11 @@ def test_fla_peers_resolve_by_author_and_fit_the_signature(definition):
 
 def test_bench_is_a_fresh_full_run_with_cached_reference_latencies(recorded, tmp_path, monkeypatch, capsys):
     results = tmp_path / "results"
-    monkeypatch.setattr(make_eval, "RESULTS_ROOT", results)
+    monkeypatch.setattr(full, "RESULTS_ROOT", results)
     (results / "h200").mkdir(parents=True)
     (results / "h200" / "reference_latency.json").write_text('{"some-key": 1.5}')
-    import harness.builders
-    monkeypatch.setattr(harness.builders, "CACHE_ROOT", tmp_path / "cache")
+    import harness.build.builders
+    monkeypatch.setattr(harness.build.builders, "CACHE_ROOT", tmp_path / "cache")
     out = tmp_path / "cache" / "bench" / "h200"
     out.mkdir(parents=True)
     (out / "traces.jsonl").write_text("left by an earlier benchmark")
@@ -127,7 +127,7 @@ def test_another_folder_starts_from_the_results_reference_latencies(recorded, tm
     """A pass into a fresh folder reuses results/<gpu>/reference_latency.json (a copy: the results stay as they
     are); a folder with a cache of its own keeps it."""
     results = tmp_path / "results"
-    monkeypatch.setattr(make_eval, "RESULTS_ROOT", results)
+    monkeypatch.setattr(full, "RESULTS_ROOT", results)
     (results / "h200").mkdir(parents=True)
     (results / "h200" / "reference_latency.json").write_text('{"k": 2.5}')
     fresh = tmp_path / "fresh" / "pass"
@@ -161,13 +161,13 @@ def test_prepare_jobs_must_be_a_positive_number(value, capsys):
 
 
 def test_gpus_hands_the_run_to_one_child_per_gpu(recorded, tmp_path, monkeypatch, capsys):
-    import harness.builders
-    import harness.shard
+    import harness.build.builders
+    import harness.eval.shard
 
     calls = []
     monkeypatch.setattr(torch.cuda, "device_count", lambda: 2)
-    monkeypatch.setattr(harness.builders, "CACHE_ROOT", tmp_path / "cache")
-    monkeypatch.setattr(harness.shard, "run_sharded", lambda *a: calls.append(a) or 3)
+    monkeypatch.setattr(harness.build.builders, "CACHE_ROOT", tmp_path / "cache")
+    monkeypatch.setattr(harness.eval.shard, "run_sharded", lambda *a: calls.append(a) or 3)
     argv = ["--out", str(tmp_path), "--no-report", "--gpus", "2"]
     assert main(["full", *argv]) == 3                        # a child's failure is the run's status
     ((child_args, out, n, work_root, jobs),) = calls
@@ -188,8 +188,8 @@ def test_gpus_beyond_the_visible_ones_or_with_bench_are_refused(recorded, tmp_pa
 
 
 def test_a_shard_child_evaluates_its_share_only(recorded, tmp_path):
-    from harness.dataset import Dataset
-    from harness.shard import shard_workloads
+    from harness.data.dataset import Dataset
+    from harness.eval.shard import shard_workloads
 
     ds = Dataset()
     assert main(["full", "--out", str(tmp_path), "--no-report", "--shard", "1/2"]) == 0
@@ -201,13 +201,13 @@ def test_a_shard_child_evaluates_its_share_only(recorded, tmp_path):
 def test_a_damaged_file_stops_the_pass_with_its_name(recorded, tmp_path, monkeypatch, capsys):
     """A DataError from the loop (a damaged cache or blob) ends the pass with exit 2 and the file's name, not a
     traceback; what was written stays."""
-    import harness.evaluate
-    from harness.jsonio import DataError
+    import harness.eval.loop
+    from harness.data.jsonio import DataError
 
     def damaged(*a, **k):
         raise DataError(tmp_path / "reference_latency.json", "invalid JSON", "repair it")
 
-    monkeypatch.setattr(harness.evaluate, "evaluate", damaged)
+    monkeypatch.setattr(harness.eval.loop, "evaluate", damaged)
     assert main(["full", "--out", str(tmp_path), "--no-report"]) == 2
     err = capsys.readouterr().err
     assert f"error: {tmp_path / 'reference_latency.json'}: invalid JSON" in err and "(fix: repair it)" in err

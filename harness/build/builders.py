@@ -7,7 +7,9 @@ import sys
 import tempfile
 from pathlib import Path
 
-CACHE_ROOT = Path(os.environ.get("GDN_HARNESS_CACHE", Path(__file__).resolve().parent.parent / ".cache"))
+from harness import REPO
+
+CACHE_ROOT = Path(os.environ.get("GDN_HARNESS_CACHE", REPO / ".cache"))
 CPP_SUFFIXES = (".cpp", ".cc", ".cxx", ".c")
 CUDA_SUFFIXES = (".cu",)
 

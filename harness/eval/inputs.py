@@ -3,8 +3,8 @@ from dataclasses import dataclass
 
 import torch
 
-from harness import standin
-from harness.jsonio import DataError
+from harness.eval import standin
+from harness.data.jsonio import DataError
 
 TORCH_DTYPES = {"float32": torch.float32, "float16": torch.float16, "bfloat16": torch.bfloat16,
                 "float64": torch.float64, "int64": torch.int64, "int32": torch.int32, "int16": torch.int16,

@@ -4,11 +4,10 @@ import hashlib
 import os
 import platform
 import subprocess
-from pathlib import Path
 
 import harness
+from harness import REPO
 
-REPO = Path(__file__).resolve().parent.parent
 
 
 @functools.cache

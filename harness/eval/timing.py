@@ -24,7 +24,7 @@ def timer_label(device, timer="auto"):
     """The label a run's timings carry (traces, extras, reports)."""
     if not device.startswith("cuda"):
         return CPU_LABEL
-    from harness.timing_cuda import CUPTI_LABEL, EVENTS_LABEL
+    from harness.eval.timing_cuda import CUPTI_LABEL, EVENTS_LABEL
     return EVENTS_LABEL if timer == "events" else CUPTI_LABEL
 
 
@@ -33,7 +33,7 @@ def measure(fn, args, cfg, device, timer="auto", event_time=True):
     reference takes seconds, and its event time is reported nowhere)."""
     if not device.startswith("cuda"):
         return _measure_cpu(fn, args, cfg)
-    from harness import timing_cuda
+    from harness.eval import timing_cuda
     return timing_cuda.measure(fn, args, cfg, timer, event_time)
 
 

@@ -2,7 +2,7 @@
 from dataclasses import dataclass
 from pathlib import PurePosixPath
 
-from harness.jsonio import DataError, Fields, read_jsonl
+from harness.data.jsonio import DataError, Fields, read_jsonl
 
 
 @dataclass

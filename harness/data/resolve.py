@@ -4,11 +4,11 @@ extra solutions, made from submission/), or an author in the dataset: baseline (
 fla (the FLA peers), ..."""
 from pathlib import Path
 
-from harness.jsonio import DataError
-from harness.solution import BuildSpec, Solution, SourceFile
-from harness.starter_kit import is_starter_kit, load_starter_kit
+from harness import REPO
+from harness.data.jsonio import DataError
+from harness.data.solution import BuildSpec, Solution, SourceFile
+from harness.data.starter_kit import is_starter_kit, load_starter_kit
 
-REPO = Path(__file__).resolve().parent.parent
 SUBMISSION = REPO / "submission"
 OUR_AUTHOR = "gdn-harness"
 BUILTIN = ("reference", "ours", OUR_AUTHOR)
@@ -51,7 +51,7 @@ def _from_path(arg):
     if is_starter_kit(path):
         return [load_starter_kit(path)]
     if (path / "solutions").is_dir():
-        from harness.dataset import Dataset
+        from harness.data.dataset import Dataset
         if (path / "definitions").is_dir():
             return Dataset(path).solutions()
         return [Solution.load(p) for p in sorted((path / "solutions").rglob("*.json"))]

@@ -2,8 +2,8 @@
 import enum
 from dataclasses import dataclass, field
 
-from harness.jsonio import DataError, Fields, decode_float, encode_float
-from harness.workload import Workload
+from harness.data.jsonio import DataError, Fields, decode_float, encode_float
+from harness.data.workload import Workload
 
 
 class Status(str, enum.Enum):

@@ -3,8 +3,8 @@ import json
 import tomllib
 from pathlib import Path
 
-from harness.jsonio import DataError
-from harness.solution import LANGUAGES, BuildSpec, Solution, SourceFile, check_source_path
+from harness.data.jsonio import DataError
+from harness.data.solution import LANGUAGES, BuildSpec, Solution, SourceFile, check_source_path
 
 SKIP_PARTS = {"__pycache__", ".ipynb_checkpoints"}
 SKIP_SUFFIXES = {".pyc", ".pyo", ".so", ".o"}

@@ -1,6 +1,6 @@
 """Evaluate one (workload, solution) pair: build, call per trial, check, then time.
 
-This is what runs inside the isolated child process (harness/isolation.py). It receives plain data
+This is what runs inside the isolated child process (harness/eval/pool.py). It receives plain data
 (JSON dicts and the path of a payload file holding the trial inputs and reference outputs) and
 returns a plain dict, so nothing of the solution's objects crosses the process boundary."""
 import traceback
@@ -8,13 +8,13 @@ from dataclasses import dataclass, field
 
 import torch
 
-from harness.builders import BuildError, build, check_signature
-from harness.correctness import Tolerance, check_output, merge_max, normalize_outputs
-from harness.definition import Definition
-from harness.inputs import allocate_outputs, torch_dtype
-from harness.solution import Solution
-from harness.trace import Status
-from harness.workload import Workload
+from harness.build.builders import BuildError, build, check_signature
+from harness.eval.correctness import Tolerance, check_output, merge_max, normalize_outputs
+from harness.data.definition import Definition
+from harness.eval.inputs import allocate_outputs, torch_dtype
+from harness.data.solution import Solution
+from harness.data.trace import Status
+from harness.data.workload import Workload
 
 
 @dataclass(frozen=True)
@@ -57,7 +57,7 @@ class Job:
     device: str
     tolerance: Tolerance = Tolerance()
     timing: TimingConfig = DEFAULT_TIMING
-    timer: str = "auto"             # see harness/timing.py
+    timer: str = "auto"             # see harness/eval/timing.py
     profile: bool = True            # time the solution once correct
     strict: bool = False            # a wrong answer on fresh inputs after timing fails the pair
 
@@ -177,7 +177,7 @@ def run_job(job):
     outcome = Outcome(Status.PASSED.value, "", max_abs, max_rel, warnings=warnings)
     timed_outputs = None
     if job.profile:
-        from harness import timing
+        from harness.eval import timing
         try:
             per_trial, events = [], []
             for t in range(job.timing.trials):

@@ -1,7 +1,7 @@
 """Definition: the operator's axes, inputs, outputs, constraints and reference source."""
 from dataclasses import dataclass, field
 
-from harness.jsonio import DataError, Fields, read_json
+from harness.data.jsonio import DataError, Fields, read_json
 
 DTYPES = {"float32", "float16", "bfloat16", "float64", "float8_e4m3fn", "float8_e5m2", "float4_e2m1",
           "int64", "int32", "int16", "int8", "uint8", "bool"}

@@ -1,0 +1,79 @@
+"""What a run shows on the console: the per-workload table, every failure's reason and trace, a summary line."""
+import math
+
+from harness.eval import loop
+from harness.eval.loop import not_passed
+
+
+def fmt_float(x, spec=".3g"):
+    if x is None:
+        return "-"
+    if isinstance(x, float) and not math.isfinite(x):
+        return str(x)
+    return format(x, spec)
+
+
+def _official(trace):
+    """Whether a trace's latency is from a GPU timer (a CPU wall clock gives no official figure)."""
+    from harness.eval.timing import CPU_LABEL
+    return trace.evaluation.environment.libs.get("timer") != CPU_LABEL
+
+
+def summary_table(results):
+    """The per-workload table printed at the end of a run ('-' for speedups not officially timed)."""
+    rows = [f"{'#':>3} {'workload':<10} {'axes':<40} {'solution':<22} {'status':<20} {'max_abs':>9} {'max_rel':>9} "
+            f"{'lat_ms':>9} {'speedup':>8}"]
+    for i, r in enumerate(results):
+        if r.skipped:
+            continue
+        ev = r.trace.evaluation
+        c, p = ev.correctness, ev.performance
+        speedup = p.speedup_factor if p and _official(r.trace) else None
+        axes = ",".join(f"{k}={v}" for k, v in r.workload.axes.items())
+        rows.append(f"{i:>3} {r.workload.uuid[:8]:<10} {axes[:40]:<40} {r.solution.name[:22]:<22} {ev.status.value:<20} "
+                    f"{fmt_float(c.max_absolute_error if c else None):>9} {fmt_float(c.max_relative_error if c else None):>9} "
+                    f"{fmt_float(p.latency_ms if p else None, '.4f'):>9} {fmt_float(speedup, '.2f'):>8}")
+    return "\n".join(rows)
+
+
+def failure_reason(log, limit=4):
+    """The lines of a trace log that say why a pair failed: the evaluator's message and the end of the last
+    traceback (where it was raised, and what), at most `limit` lines."""
+    lines = [x.rstrip() for x in log.splitlines() if x.strip() and not x.startswith("[harness warning]")]
+    if not lines:
+        return ["(no log: see the trace)"]
+    start = max((i for i, x in enumerate(lines) if x.startswith("Traceback (most recent call last)")), default=None)
+    if start is None:
+        return lines[-limit:]
+    head = [x for x in lines[:start] if x.startswith(("Build error", "Error"))][-1:]
+    return head + lines[start + 1:][-(limit - len(head)):]
+
+
+def print_failures(results, limit=20):
+    """Every pair of this run that did not pass: its reason and its trace file (the first `limit` in full)."""
+    bad = not_passed(results)
+    for r in bad[:limit]:
+        ev = r.trace.evaluation
+        print(f"  {ev.status.value}: {r.solution.name} on {r.workload.uuid[:8]}")
+        for line in failure_reason(ev.log):
+            print(f"      {line[:300]}")
+        print(f"      trace: {r.trace_file}")
+    if len(bad) > limit:
+        print(f"  ... and {len(bad) - limit} more not PASSED (their traces say why)")
+
+
+def run_definition(dataset, definition, workloads, solutions, opts, stats=None, table=True):
+    """evaluate() with what the console shows: the plan, the per-workload table, every failure's reason and a
+    one-line summary."""
+    print(f"{definition.name}: {len(workloads)} workloads x {[s.name for s in solutions]} on {opts.device}; "
+          f"traces -> {opts.out_dir}/traces/")
+    results = loop.evaluate(dataset, definition, workloads, solutions, opts, stats)
+    if table:
+        print(summary_table(results))
+    print_failures(results)
+    done = [r for r in results if not r.skipped]
+    inputs = sorted({r.trace.evaluation.environment.libs.get("inputs", "?") for r in done})
+    print(f"{definition.name}: {len(done)} pairs evaluated ({len(results) - len(done)} skipped: already traced for "
+          f"the same content), {len(done) - len(not_passed(results))} PASSED, {len(not_passed(results))} not; "
+          f"inputs: {', '.join(inputs) or '-'}")
+    return results

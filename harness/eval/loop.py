@@ -1,0 +1,171 @@
+"""The evaluation loop (parent side): per workload, make the trial inputs and reference outputs once, time the
+reference, then evaluate every solution on them in isolation and append its trace."""
+import os
+import sys
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from tqdm import tqdm
+
+from harness.build.precheck import static_problem
+from harness.data.dataset import append_jsonl, append_trace, extras_path, trace_path
+from harness.data.trace import Environment, Status, Trace
+from harness.eval import environment
+from harness.eval.child import Job, official_timing
+from harness.eval.pool import ChildPool
+from harness.eval.payloads import prepare_in_parallel, prepare_workload
+from harness.eval.reference_latency import (ReferenceLatencyCache, reference_config, reference_record,
+                                             seed_reference_cache, time_late_reference, time_reference,
+                                             unprofiled_workloads, within_budget)
+from harness.eval.traces import done_pairs, make_trace, retire_traces, solution_digest, stale_path
+
+
+@dataclass
+class PairResult:
+    workload: object
+    solution: object
+    trace: Trace
+    warnings: list = field(default_factory=list)
+    skipped: bool = False
+    trace_file: Path | None = None
+
+
+def not_passed(results):
+    """The pairs evaluated (not skipped) whose status is not PASSED."""
+    return [r for r in results if not r.skipped and r.trace.evaluation.status != Status.PASSED]
+
+
+def evaluate(dataset, definition, workloads, solutions, opts, stats=None):
+    """Evaluate solutions on workloads, interleaved per workload. Returns PairResults in order; `stats`
+    (a dict, if given) receives the run's own times: parallel preparation, reference timing, whole loop."""
+    out_dir = Path(opts.out_dir)
+    authors = {s.name: s.author for s in solutions}
+    for name, (other, again) in retire_traces(out_dir, definition, solutions, workloads, opts.resume).items():
+        where = stale_path(out_dir, authors[name], definition.op_type, definition.name)
+        if other:
+            print(f"{definition.name}: {name}: {other} trace(s) in {out_dir} were written for other content under "
+                  f"this name (edited since, or another solution named alike): moved to {where}; evaluated again")
+        if again:
+            print(f"{definition.name}: {name}: {again} earlier trace(s) of the pairs evaluated again (--no-resume) "
+                  f"moved to {where}")
+    done = done_pairs(out_dir, solutions, definition) if opts.resume else set()
+    rejected = {}
+    for sol in solutions:
+        problem = static_problem(sol, definition)
+        if problem and any((sol.name, w.uuid) not in done for w in workloads):
+            rejected[sol.name] = problem
+            print(f"{definition.name}: {sol.name}: COMPILE_ERROR on every workload, found in its sources before "
+                  f"any child started: {problem}")
+    cache = ReferenceLatencyCache(opts.reference_cache) if opts.reference_cache else ReferenceLatencyCache()
+    results = []
+    ref_cfg = reference_config(definition, opts)
+    ref_timing_label = f"{ref_cfg.warmup}/{ref_cfg.iters}/{ref_cfg.trials}" if opts.profile_baseline else "not timed"
+    if opts.profile_baseline and opts.resume:
+        seed_reference_cache(cache, out_dir, definition, opts, ref_timing_label)
+    run_start = time.monotonic()
+    with tempfile.TemporaryDirectory(prefix="gdn-payload-") as payload_dir:
+        cache_dir = opts.payload_cache or payload_dir   # without a cache, payloads live for this run only
+        need = [w for w in workloads if any((s.name, w.uuid) not in done for s in solutions)]
+        prepared = {}
+        if opts.prepare_jobs > 1 and len(need) > 1:
+            t = time.monotonic()
+            prepared = prepare_in_parallel(dataset, definition, need, opts, cache_dir)
+            if stats is not None:
+                stats["parallel_prepare_s"] = round(time.monotonic() - t, 3)
+        # On a terminal a live bar; in a log file (a GPU job) one line every 30 s at most.
+        tty = sys.stderr.isatty()
+        bar = tqdm(total=len(workloads) * len(solutions), desc=definition.name, unit="pair",
+                   disable=not opts.show_progress, leave=True, mininterval=0.1 if tty else 30.0, ascii=not tty)
+        late = unprofiled_workloads(out_dir, solutions, definition) if opts.resume and opts.profile_baseline else set()
+        with ChildPool(opts.isolation, opts.device, opts.timeout, opts.prestart) as runner:
+            ref_spent, ref_skipped = _loop(dataset, definition, workloads, solutions, opts, done, cache, runner,
+                                           cache_dir, prepared, bar, results, ref_timing_label, late, rejected)
+        bar.close()
+    if stats is not None:
+        stats.update(reference_timing_s=round(ref_spent, 3), loop_s=round(time.monotonic() - run_start, 3),
+                     pairs=sum(not r.skipped for r in results), prepare_jobs=opts.prepare_jobs,
+                     references_timed=len(cache.timed))
+    if cache.timed:
+        print(f"{definition.name}: {len(cache.timed)} reference latencies timed in this run (cached in {cache.path})")
+    if ref_skipped:
+        print(f"{definition.name}: the reference-timing budget ({opts.reference_budget_s:g} s) ran out; "
+              f"{ref_skipped} workloads have no reference latency (reported as not profiled). Run again to "
+              "time more: timed ones are cached.")
+    return results
+
+
+def _loop(dataset, definition, workloads, solutions, opts, done, cache, runner, cache_dir, prepared, bar, results,
+          ref_timing_label, late, rejected):
+    """The per-workload loop of evaluate(): returns (seconds spent timing references, references not timed).
+    `late`: workloads whose earlier traces lack a reference latency; timed here (budget permitting) and
+    recorded in the extras. `rejected`: {solution name: why its build fails}, traced without a child."""
+    ref_spent, ref_skipped = 0.0, 0
+    out_dir = Path(opts.out_dir)
+    tty = sys.stderr.isatty()
+    timing = opts.timing or official_timing(definition.name)
+    for workload in workloads:
+        todo = [s for s in solutions if (s.name, workload.uuid) not in done]
+        for s in solutions:
+            if s not in todo:
+                results.append(PairResult(workload, s, None, skipped=True))
+                bar.update(1)
+        if not todo:
+            if workload.uuid in late and within_budget(opts, ref_spent):
+                ref_spent += time_late_reference(dataset, definition, workload, opts, cache, ref_timing_label, bar)
+            elif workload.uuid in late:
+                ref_skipped += 1
+            continue
+        prep_start = time.monotonic()
+        path, provenance, ref, trial_inputs = prepare_workload(dataset, definition, workload, opts, cache_dir)
+        ref_ms, reference_s = None, 0.0
+        if opts.profile_baseline:
+            measure = within_budget(opts, ref_spent)
+            ref_start = time.monotonic()
+            ref_ms = time_reference(ref, definition, workload, trial_inputs, opts, provenance, cache, measure)
+            reference_s = time.monotonic() - ref_start
+            ref_spent += reference_s
+            ref_skipped += ref_ms is None
+            if ref_ms is not None and workload.uuid in late:  # earlier pairs of this workload lack it
+                append_jsonl(extras_path(out_dir, definition.name), reference_record(
+                    workload, ref_ms, opts, provenance, ref_timing_label, reference_s))
+        prepare_s = time.monotonic() - prep_start  # inputs, reference outputs, reference timing (reference_s)
+        for sol in todo:
+            job = Job(definition.to_json(), sol.to_json(), workload.to_json(), str(path), opts.device,
+                      opts.tolerance, timing, opts.timer, strict=opts.strict)
+            pair_start = time.monotonic()
+            if sol.name in rejected:
+                outcome, log = {"status": Status.COMPILE_ERROR.value, "message": rejected[sol.name]}, ""
+            else:
+                outcome, log = runner.run(job)
+            wall_s = time.monotonic() - pair_start
+            libs = dict(environment.libs(opts.device))
+            libs["inputs"] = provenance["inputs"]
+            libs["input_digest"] = provenance["digest"]
+            libs["solution_digest"] = solution_digest(sol)
+            if outcome.get("timer"):
+                libs["timer"] = outcome["timer"]
+            env = Environment(environment.hardware(opts.device), libs)
+            trace = make_trace(definition, workload, sol, outcome, log, ref_ms, env)
+            trace_file = trace_path(out_dir, sol.author, definition.op_type, definition.name)
+            append_trace(trace_file, trace)
+            append_jsonl(extras_path(out_dir, definition.name), {
+                "solution": sol.name, "author": sol.author, "workload": workload.uuid,
+                "solution_digest": libs["solution_digest"],
+                "status": outcome["status"], "latency_ms": outcome.get("latency_ms"),
+                "event_ms": outcome.get("event_ms"), "timer": outcome.get("timer"),
+                "reference_latency_ms": ref_ms,
+                "reference_timing": ref_timing_label if ref_ms is not None else "not timed",
+                "inputs": provenance["inputs"], "warnings": outcome.get("warnings", []),
+                "wall_s": round(wall_s, 3), "prepare_s": round(prepare_s, 3),
+                "reference_s": round(reference_s, 3),
+                "parallel_prepare_s": (round(prepared[workload.uuid], 3) if workload.uuid in prepared
+                                       else None)})
+            res = PairResult(workload, sol, trace, outcome.get("warnings", []), trace_file=trace_file)
+            results.append(res)
+            bar.update(1)
+            bar.set_postfix_str(f"{sol.name}: {outcome['status']}", refresh=tty)
+        if not opts.payload_cache:
+            os.unlink(path)
+    return ref_spent, ref_skipped

@@ -1,0 +1,86 @@
+"""What one evaluation pass is asked to do (EvalOptions), and the deliberate differences from the official evaluator
+that a pass prints at its start."""
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+from harness.eval.child import TimingConfig
+from harness.eval.correctness import Tolerance
+
+
+DEVIATIONS = [
+    "inputs: the official GDN blobs are not public; missing blobs are replaced by seeded stand-ins "
+    "(every trace's environment.libs.inputs says which)",
+    "random inputs use a recorded seed (--seed); the official harness sets none",
+    "reference outputs are computed once per workload when every input comes from a blob or a scalar "
+    "(the trials are then identical by construction); the official harness recomputes them per trial",
+    "environment.libs carries extra provenance keys (harness, timer, inputs, sm_count, driver)",
+    "DPS outputs are filled with NaN before each correctness call (torch.empty otherwise), so a solution that "
+    "never writes them cannot pass on leftover memory",
+    "after timing, one more call on perturbed inputs written into the same tensors checks for memoized "
+    "outputs and host syncs (a warning; a failure with --strict)",
+]
+
+
+PAYLOAD_CACHE_NOTE = ("reference outputs are reused from an earlier run with the same definition, workload, input "
+                      "bytes, seed, GPU model and torch version (the payload cache); the official harness recomputes "
+                      "them every run")
+
+
+def print_differences(*runs):
+    """The deliberate differences from the official evaluator that apply to a run (the options of each of its
+    definitions), printed once at its start."""
+    notes = []
+    for opts in runs:
+        notes += [n for n in differences(opts) if n not in notes]
+    print("deliberate differences from the official evaluator:")
+    for note in notes:
+        print(f"  - {note}")
+
+
+def differences(opts):
+    timing = opts.timing
+    notes = list(DEVIATIONS)
+    if opts.payload_cache:
+        notes.append(f"{PAYLOAD_CACHE_NOTE}: {opts.payload_cache}")
+    if opts.isolation == "worker":
+        notes.append("each solution runs in one persistent child (restarted after a crash), not a fresh process per "
+                     "pair; --isolation process for the official mode")
+    if opts.reference_timing:
+        notes.append("the prefill reference is timed with 1 trial of 1 iteration (its Python loop is slow); "
+                     "--reference-timing official times it as the solutions")
+    if not opts.device.startswith("cuda"):
+        notes.append("CPU device: a correctness check; latencies are wall-clock and NOT official, so no speedups "
+                     "or scores are shown" + ("" if opts.profile_baseline else ", and the reference is not timed"))
+        if timing is not None:
+            notes.append(f"CPU device: {timing.warmup} warmup, {timing.iters} timed call(s) per trial, "
+                         f"{timing.trials} trial(s) (pass --warmup/--iterations/--trials for more)")
+    return notes
+
+
+@dataclass
+class EvalOptions:
+    device: str = "cpu"
+    out_dir: Path = Path("results/local")
+    timeout: float = 300.0
+    tolerance: Tolerance = Tolerance()
+    timing: TimingConfig | None = None          # None: the official settings per definition
+    reference_timing: TimingConfig | None = None
+    profile_baseline: bool = True
+    resume: bool = False
+    seed: int = 0
+    isolation: str = "process"
+    timer: str = "auto"
+    synthesize: bool = True
+    show_progress: bool = True
+    strict: bool = False
+    prestart: int | None = None                 # idle children kept ready (None: see ChildPool)
+    reference_cache: Path | None = None         # reference latency cache file (None: .cache/)
+    reference_budget_s: float | None = None     # stop timing uncached references after this many seconds
+    payload_cache: Path | None = None           # keep inputs + reference outputs here for later runs (None: off)
+    prepare_jobs: int = 1                       # processes preparing payloads before the loop (1: in the loop)
+
+
+def default_prepare_jobs():
+    """Half the cores, at most 8 (each preparer holds a CUDA context and a copy of the inputs)."""
+    return max(1, min(8, (os.cpu_count() or 2) // 2))

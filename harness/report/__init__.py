@@ -1,0 +1,1 @@
+"""Reports from traces: the official-style summary and track score, side-by-side comparisons, the leaderboard."""
