@@ -1,5 +1,6 @@
 """The official-style report: per-workload tables, summaries (speedup vs reference and vs the FlashInfer
-baseline, win rate, all-pass gate, track score), plots, and the provenance of every figure."""
+baseline, win rate, all-pass gate, track score; beside them the score by FIB's own rule over every trace),
+plots, and the provenance of every figure."""
 import json
 import math
 import textwrap
@@ -12,6 +13,7 @@ from harness.data.jsonio import encode_float, read_jsonl, write_json_atomic
 from harness.eval.timing import CPU_LABEL
 
 BASELINE_AUTHOR = "baseline"
+GDN_TRACK_DEFINITIONS = 2   # the contest's expected kernel count for the GDN track (decode and prefill)
 
 
 def load_rows(out_dirs, definitions):
@@ -97,8 +99,91 @@ def _known_references(later, traces, extras):
     return known
 
 
-def summarize(df):
-    """Per (definition, solution): the contest's and the library's figures, gated by all-pass."""
+def load_all_traces(out_dirs, definitions):
+    """Every trace with an evaluation, earlier ones included (load_rows keeps only the last per pair): one row
+    each, with the labels load_rows gives (a solution found in several folders is 'name [folder]'). The timer
+    is the trace's environment.libs timer ('?' where it has none, e.g. a failed pair)."""
+    rows = []
+    for out_dir in map(Path, out_dirs):
+        for definition in definitions:
+            for tp in sorted((out_dir / "traces").glob(f"*/{definition.op_type}/{definition.name}.jsonl")):
+                for tr in read_traces(tp):
+                    ev = tr.evaluation
+                    if not ev:
+                        continue
+                    p = ev.performance
+                    rows.append({"source": str(out_dir), "definition": definition.name, "solution": tr.solution,
+                                 "author": tp.parent.parent.name, "uuid": tr.workload.uuid,
+                                 "status": ev.status.value,
+                                 "latency_us": p.latency_ms * 1e3 if p and p.latency_ms is not None else math.nan,
+                                 "timer": ev.environment.libs.get("timer", "?")})
+    df = pd.DataFrame(rows, columns=["source", "definition", "solution", "author", "uuid", "status", "latency_us",
+                                     "timer"])
+    if df.empty:
+        return df
+    multi = df.groupby(["definition", "solution"]).source.transform("nunique") > 1
+    df.loc[multi, "solution"] = df.solution[multi] + " [" + df.source[multi].map(lambda s: Path(s).name) + "]"
+    return df
+
+
+OFFICIAL_COLUMNS = ["official_score_vs_baseline", "official_win_rate_vs_baseline", "official_workloads", "traces",
+                    "official_note"]
+
+
+def official_scores(traces, baseline_author=BASELINE_AUTHOR):
+    """Per (definition, solution), FIB's own rule (TraceSet.get_solution_score) over all its traces: against the
+    one solution of `baseline_author`; per workload the lowest latency among the PASSED traces of each side;
+    the workloads are those where the baseline has a PASSED trace and the solution has any trace; the speedup
+    is baseline / solution and a win is a speedup > 1. Any non-PASSED trace of the solution, on any workload
+    and however early, makes its score and win rate 0. official_note says why a figure is missing: 'not
+    scored: ...' where FIB returns no score (the baseline itself, no comparable workload), 'undefined: ...'
+    where FIB would refuse (no baseline or several, a PASSED trace without a positive latency) or where a
+    CPU wall clock timed a trace (no official figure)."""
+    out = []
+    for definition, d in traces.groupby("definition", sort=False):
+        bases = sorted(set(d.solution[d.author == baseline_author]))
+        for solution, g in d.groupby("solution", sort=False):
+            row = {"definition": definition, "solution": solution, "traces": len(g), "official_workloads": 0,
+                   "official_score_vs_baseline": math.nan, "official_win_rate_vs_baseline": math.nan}
+            out.append(row)
+            # several baselines: those of several run folders; each folder's solutions take their own
+            here = g.source.iloc[0]
+            mine = bases if len(bases) == 1 else [b for b in bases if (d.source[d.solution == b] == here).all()]
+            if g.author.iloc[0] == baseline_author:
+                row["official_note"] = "not scored: the baseline"
+                continue
+            if len(mine) != 1:
+                row["official_note"] = f"undefined: {len(mine)} solutions by {baseline_author!r}, FIB needs one"
+                continue
+            b = d[d.solution == mine[0]]
+            if (g.timer == CPU_LABEL).any() or (b.timer == CPU_LABEL).any():
+                row["official_note"] = "undefined: CPU wall clock"
+                continue
+            sol_passed, base_passed = g[g.status == "PASSED"], b[b.status == "PASSED"]
+            if not ((sol_passed.latency_us > 0).all() and (base_passed.latency_us > 0).all()):
+                row["official_note"] = "undefined: a PASSED trace without a positive latency (FIB raises)"
+                continue
+            base_best = base_passed.groupby("uuid").latency_us.min()
+            common = sorted(set(base_best.index) & set(g.uuid))
+            row["official_workloads"] = len(common)
+            if not common:
+                row["official_note"] = "not scored: no workload the baseline passed"
+                continue
+            failed = int((g.status != "PASSED").sum())
+            if failed:
+                row.update(official_score_vs_baseline=0.0, official_win_rate_vs_baseline=0.0,
+                           official_note=f"0: {failed} of {len(g)} traces not PASSED")
+                continue
+            speedup = base_best[common] / sol_passed.groupby("uuid").latency_us.min()[common]
+            row.update(official_score_vs_baseline=float(speedup.mean()),
+                       official_win_rate_vs_baseline=float((speedup > 1).mean()), official_note="")
+    return pd.DataFrame(out, columns=["definition", "solution", *OFFICIAL_COLUMNS])
+
+
+def summarize(df, traces=None):
+    """Per (definition, solution): the contest's and the library's figures over the last trace per pair, gated
+    by all-pass; then the official_* columns, FIB's own rule over `traces` (load_all_traces: every trace; see
+    official_scores), undefined when no traces are given."""
     out = []
     for (definition, solution), g in df.groupby(["definition", "solution"], sort=False):
         passed = g.status == "PASSED"
@@ -128,20 +213,47 @@ def summarize(df):
             "timer": ", ".join(_timers(g)) or "-", "inputs": ", ".join(sorted(set(g.inputs))),
             "provenance": provenance_line(g),
         })
-    return pd.DataFrame(out)
+    summary = pd.DataFrame(out)
+    if traces is None or traces.empty:
+        return summary.assign(official_score_vs_baseline=math.nan, official_win_rate_vs_baseline=math.nan,
+                              official_workloads=math.nan, traces=math.nan,
+                              official_note="undefined: not computed (no traces given)")
+    return summary.merge(official_scores(traces), on=["definition", "solution"], how="left")
 
 
 def track_scores(summary):
     """Per author: its best gated score per definition, averaged over definitions (the library's author
-    score; the GDN track averaged decode and prefill)."""
+    score; the GDN track averaged decode and prefill). Beside them the official figures (FIB's
+    get_author_score and the contest's track formula): the author's best official score per definition (its
+    win rate goes with it), averaged over the definitions where it has one; official_track_score = that average
+    * official_definitions / GDN_TRACK_DEFINITIONS, i.e. the sum over definitions / 2, so a missing kernel
+    counts 0. Undefined where any of the author's official figures is (FIB would refuse to score)."""
     rows = []
     for author, g in summary.groupby("author"):
         best = g.groupby("definition")[["mean_speedup_vs_reference", "mean_speedup_vs_baseline"]].max()
         rows.append({"author": author, "definitions": len(best),
                      # a definition without its figure leaves the track score undefined, not smaller
                      "track_score_vs_reference": float(best.mean_speedup_vs_reference.mean(skipna=False)),
-                     "track_score_vs_baseline": float(best.mean_speedup_vs_baseline.mean(skipna=False))})
+                     "track_score_vs_baseline": float(best.mean_speedup_vs_baseline.mean(skipna=False)),
+                     **_official_track(g)})
     return pd.DataFrame(rows)
+
+
+def _official_track(g):
+    """One author's official figures from its summary rows (see track_scores)."""
+    none = {"official_track_score": math.nan, "official_score_vs_baseline": math.nan,
+            "official_win_rate_vs_baseline": math.nan, "official_definitions": 0}
+    notes = g.official_note.fillna("undefined: no trace")
+    if notes.str.startswith("undefined").any():
+        return none
+    scored = g[g.official_score_vs_baseline.notna()].sort_values("solution", kind="stable")
+    if scored.empty:   # FIB ranks no score for it (e.g. the baseline author)
+        return none
+    best = scored.loc[scored.groupby("definition").official_score_vs_baseline.idxmax()]
+    return {"official_track_score": float(best.official_score_vs_baseline.sum() / GDN_TRACK_DEFINITIONS),
+            "official_score_vs_baseline": float(best.official_score_vs_baseline.mean()),
+            "official_win_rate_vs_baseline": float(best.official_win_rate_vs_baseline.mean()),
+            "official_definitions": len(best)}
 
 
 def run_time(df):
@@ -252,6 +364,15 @@ def _plots(df, out):
     return paths
 
 
+OFFICIAL_SENTENCE = (
+    "The official_* columns follow FlashInfer-Bench's own rule (TraceSet.get_solution_score / get_author_score) "
+    "over every trace of each solution, where the harness's figures use only the last trace per workload: per "
+    "workload the lowest latency among the PASSED traces of the solution and of the baseline, a 0 score and win "
+    "rate when any trace of the solution, even an earlier one, did not pass, no score for the baseline itself, "
+    "and official_track_score = the sum of the author's best official score per definition / "
+    f"{GDN_TRACK_DEFINITIONS} (the contest's avg_speedup * definitions / {GDN_TRACK_DEFINITIONS}).")
+
+
 def write_report(out_dir, definitions, sources=None, title="GDN track evaluation", dataset=None):
     """Write report.md, per-definition CSVs, summary.json and plots under out_dir/report/."""
     out = Path(out_dir) / "report"
@@ -259,7 +380,7 @@ def write_report(out_dir, definitions, sources=None, title="GDN track evaluation
     df = load_rows(sources or [out_dir], definitions)
     if df.empty:
         raise ValueError(f"no traces under {sources or [out_dir]}")
-    summary, prov = summarize(df), provenance(df)
+    summary, prov = summarize(df, load_all_traces(sources or [out_dir], definitions)), provenance(df)
     if dataset is not None:  # how much of each definition every solution covered
         totals = {d.name: len(dataset.workloads(d)) for d in definitions}
         summary["of_workloads"] = summary.definition.map(totals)
@@ -289,10 +410,12 @@ def write_report(out_dir, definitions, sources=None, title="GDN track evaluation
     md += ["", "Inputs marked stand-in are synthesised (the official GDN blobs are not public); latencies are "
            "in microseconds from the timer named above.", "", "## Summary", "",
            _md_table(summary[["definition", "solution", "passed", "workloads", "all_pass", "mean_speedup_vs_reference",
-                              "reference_profiled", "mean_speedup_vs_baseline", "win_rate_vs_baseline", "mean_latency_us",
-                              "median_latency_us", "p95_latency_us", "mean_event_us", "mean_divergence"]]),
+                              "reference_profiled", "mean_speedup_vs_baseline", "win_rate_vs_baseline",
+                              "official_score_vs_baseline", "official_win_rate_vs_baseline", "traces",
+                              "mean_latency_us", "median_latency_us", "p95_latency_us", "mean_event_us",
+                              "mean_divergence"]]),
            "", "Scores are gated: any workload that does not pass makes the solution's mean speedups 0. The track "
-           "score takes each author's best solution per definition.", "",
+           "score takes each author's best solution per definition.", "", OFFICIAL_SENTENCE, "",
            "## Track", "", _md_table(track), ""]
     if df.wall_s.notna().any():
         prep, pairs = run_time(df)
