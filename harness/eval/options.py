@@ -45,7 +45,16 @@ def differences(opts):
         notes.append(f"{PAYLOAD_CACHE_NOTE}: {opts.payload_cache}")
     if opts.isolation == "worker":
         notes.append("each solution runs in one persistent child (restarted after a crash), not a fresh process per "
-                     "pair; --isolation process for the official mode")
+                     "pair; --isolation process for the official mode. Its --timeout runs from the job's send, "
+                     "not from a child's start, and there is no 30 s start limit")
+    if opts.isolation == "process" and opts.prestart:
+        notes.append(f"{opts.prestart} spare children start beside the timed calls (the official runner starts one "
+                     "child per pair, after the previous one ends); a spare's --timeout runs from its pair's start, "
+                     "not from its own start")
+    if opts.isolation in ("process", "worker"):
+        notes.append("a child that crashes or times out leaves its log (the first 5 MiB) in its trace, and a crash's "
+                     "message gives the exit code; the official runner's log holds only 'Worker process failed "
+                     "unexpectedly' or the timeout message (the child's log stays in /tmp)")
     if opts.reference_timing:
         notes.append("the prefill reference is timed with 1 trial of 1 iteration (its Python loop is slow); "
                      "--reference-timing official times it as the solutions")
@@ -74,7 +83,8 @@ class EvalOptions:
     synthesize: bool = True
     show_progress: bool = True
     strict: bool = False
-    prestart: int | None = None                 # idle children kept ready (None: see ChildPool)
+    prestart: int | None = None                 # --isolation process: spare children started ahead (None/0: none,
+                                                # one child per pair as officially; N > 0 is a printed difference)
     reference_cache: Path | None = None         # reference latency cache file (None: .cache/)
     reference_budget_s: float | None = None     # stop timing uncached references after this many seconds
     payload_cache: Path | None = None           # keep inputs + reference outputs here for later runs (None: off)

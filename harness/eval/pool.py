@@ -1,15 +1,28 @@
 """Run jobs in isolated processes: a fresh spawned child per (workload, solution) pair, with a
-wall-clock timeout covering build and everything after it.
+wall-clock timeout, as the official isolated runner (FIB bench/runner/isolated_runner.py,
+SubprocessWorker.run_solution).
 
-A crash of the child (segfault, CUDA illegal access, os._exit) becomes RUNTIME_ERROR with the
-child's log; a child still running at the deadline is killed and becomes TIMEOUT. To hide process
-start-up (importing torch and FlashInfer, creating a CUDA context: ~9 s on the H200 host, longer than
-most pairs take), `prestart` spare children are started ahead of time and wait, idle, for their job;
-each child still serves exactly one job.
+Modes:
+- "process" (the official mode): one child per pair, started when its pair begins, after the previous
+  pair's child has ended, so the parent is idle while a child times. The pair's clock starts at the
+  child's start, so --timeout covers interpreter start, imports (torch, Triton, FlashInfer), the CUDA
+  context, the build and everything after; the child must also report ready within READY_LIMIT_S
+  (30 s) of its start, else TIMEOUT "Worker failed to start within 30 seconds". `prestart` N > 0 (an
+  opt-in for speed, printed as a deliberate difference) keeps N spare children starting ahead, beside
+  the timed calls; a spare's clock starts when its pair begins (its own start-up happened earlier, on
+  nobody's clock), and it still has to have been ready within READY_LIMIT_S of its own start.
+- "worker": one persistent child per solution, restarted after a crash. The clock starts when the job
+  is sent, as in FIB's persistent runner (persistent_runner.py: poll(timeout_seconds) after the send):
+  a child serves many pairs, so there is no per-pair start to count from. A solution's first job is
+  sent as its child starts and waits in the pipe, so that pair's clock does include the start-up;
+  there is no separate ready limit.
+- "none": in this process, for debugging only (no timeout; a crash ends the run).
 
-Modes: "process" (the official isolated runner), "worker" (one persistent child per solution, restarted
-after a crash: no start-up per pair, and nothing else starting beside a timed call), "none" (in this
-process: debugging only)."""
+A crash of the child (segfault, CUDA illegal access, os._exit) becomes RUNTIME_ERROR "Worker process
+failed unexpectedly (exit code N)" with the child's log (officially the log is empty and the child's
+log stays in /tmp: a printed deliberate difference); a child still running at the deadline is killed
+and becomes TIMEOUT."""
+import importlib
 import multiprocessing as mp
 import os
 import sys
@@ -20,6 +33,12 @@ from pathlib import Path
 from harness.data.trace import Status
 
 LOG_LIMIT = 5 * 1024 * 1024  # bytes of child output kept in a trace log: the head, as officially
+READY_LIMIT_S = 30.0         # process mode: a child must report ready this long after its start (FIB: 30 s)
+NOT_READY = "Worker failed to start within {:g} seconds"  # the official TIMEOUT message (30 s)
+READY = "READY"              # the child's first message, once its start-up is done
+# Tests only: "module:function", called in the child just before it reports ready, to slow or observe a
+# child's start on the CPU (tests/test_official_isolation.py). Never set in real runs.
+STARTUP_HOOK_ENV = "GDN_HARNESS_CHILD_STARTUP_HOOK"
 
 
 def use_triton_interpreter(device):
@@ -37,10 +56,17 @@ def _child_main(conn, log_path, device, one_shot):
     sys.stdout = os.fdopen(1, "w", buffering=1, closefd=False)
     sys.stderr = os.fdopen(2, "w", buffering=1, closefd=False)
     use_triton_interpreter(device)
-    from harness.eval.child import run_job  # the slow part of start-up (torch), done while idle
+    from harness.eval.child import run_job  # the slow part of start-up (torch)
 
     if device.startswith("cuda"):
         _warm_up_cuda()
+    hook = os.environ.get(STARTUP_HOOK_ENV)
+    if hook:
+        module, _, function = hook.partition(":")
+        getattr(importlib.import_module(module), function)()
+    # Officially READY follows torch, FlashInfer's timer, the CUDA context and the builder registry; the
+    # build comes after it, on the pair's clock, as here.
+    conn.send(READY)
     while True:
         try:
             job = conn.recv()
@@ -55,9 +81,7 @@ def _child_main(conn, log_path, device, one_shot):
 
 def _warm_up_cuda():
     """Start-up work every CUDA child repeats (CUDA context, Triton, FlashInfer's timer and CUPTI), done
-    while the spare waits, so a pair's wall time is its own work. Failures are left for the job to meet."""
-    import importlib
-
+    before the child reports ready, as officially. Failures are left for the job to meet."""
     import torch
     torch.cuda.init()
     torch.empty(1, device="cuda")  # creates the context without launching a kernel beside a timed one
@@ -68,6 +92,9 @@ def _warm_up_cuda():
             pass
 
 
+_TIMED_OUT = object()
+
+
 class _Child:
     def __init__(self, ctx, device, one_shot, log_dir):
         fd, self.log_path = tempfile.mkstemp(prefix="child-", suffix=".log", dir=log_dir)
@@ -76,8 +103,45 @@ class _Child:
         self.proc = ctx.Process(target=_child_main, args=(child_conn, self.log_path, device, one_shot),
                                 daemon=True)
         self.proc.start()
+        self.started = time.monotonic()  # officially the pair's clock starts right after proc.start()
         child_conn.close()
         self.log_offset = 0
+        self.ready = False
+
+    def wait_ready(self, deadline):
+        """Wait until `deadline` (time.monotonic()) for the child's READY: True once ready, False if still
+        starting at the deadline, None if it died first."""
+        while not self.ready:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                return False
+            if self.conn.poll(min(left, 0.5)):
+                try:
+                    self.ready = self.conn.recv() == READY
+                except (EOFError, ConnectionError):
+                    return None
+            elif not self.proc.is_alive() and not self.conn.poll(0):
+                return None
+        return True
+
+    def wait_result(self, deadline):
+        """The job's result (a dict), _TIMED_OUT at `deadline`, or None if the child died. A READY still in
+        the pipe (worker mode sends the first job before it) is skipped."""
+        while True:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                return _TIMED_OUT
+            if self.conn.poll(min(left, 0.5)):
+                try:
+                    message = self.conn.recv()
+                except (EOFError, ConnectionError):
+                    return None
+                if message == READY:
+                    self.ready = True
+                    continue
+                return message
+            if not self.proc.is_alive() and not self.conn.poll(0):
+                return None
 
     def read_log(self):
         """This job's log (the head, truncated as officially); worker mode reads on from the last job."""
@@ -112,20 +176,17 @@ def truncate_log(data, limit=LOG_LIMIT):
 
 
 class ChildPool:
-    """The children that run Job objects (by isolation mode); run() returns (outcome dict, log text)."""
+    """The children that run Job objects (by isolation mode); run() returns (outcome dict, log text).
+    `prestart`: process mode only, spare children kept starting ahead (None or 0: none, as officially)."""
 
     def __init__(self, mode="process", device="cpu", timeout=300.0, prestart=None):
         if mode not in ("process", "worker", "none"):
             raise ValueError(f"unknown isolation mode {mode!r}")
         self.mode, self.device, self.timeout = mode, device, timeout
-        # CUDA children take ~9 s to start against ~1-2 s of work per pair; a CPU host running tests
-        # has few cores to spare
-        cores = os.cpu_count() or 2
-        self.prestart = prestart if prestart is not None else (
-            min(8, max(1, cores // 2)) if device.startswith("cuda") else 1)
+        self.prestart = prestart or 0
         self.ctx = mp.get_context("spawn")
         self.log_dir = tempfile.mkdtemp(prefix="gdn-harness-logs-")
-        self.spares = []        # process mode: idle children, oldest first
+        self.spares = []        # process mode with prestart: idle children, oldest first
         self.workers = {}       # worker mode: solution name -> its persistent child
 
     def _new_child(self):
@@ -136,55 +197,61 @@ class ChildPool:
             from harness.eval.child import run_job
             use_triton_interpreter(self.device)
             return run_job(job).to_dict(), ""
+        name = job.solution["name"]
+        timed_out = f"Evaluation timeout after {self.timeout:g} seconds for solution {name}"
         if self.mode == "process":
+            pair_start = time.monotonic()
             for dead in [c for c in self.spares if not c.proc.is_alive()]:
                 dead.close()
                 self.spares.remove(dead)
             child = self.spares.pop(0) if self.spares else self._new_child()
-            while len(self.spares) < self.prestart:  # they start up while this job runs
+            while len(self.spares) < self.prestart:  # opt-in: they start up beside this pair
                 self.spares.append(self._new_child())
+            clock = max(child.started, pair_start)  # a fresh child: its start; a spare: its pair's start
+            ready = child.wait_ready(child.started + READY_LIMIT_S)
+            if ready is None:
+                return self._crashed(child)
+            if not ready:
+                return self._timed_out(child, NOT_READY.format(READY_LIMIT_S))
+            if time.monotonic() - clock >= self.timeout:
+                return self._timed_out(child, timed_out)
         else:
-            name = job.solution["name"]
             child = self.workers.pop(name, None)
             if child is None or not child.proc.is_alive():
                 child = self._new_child()
-        start = time.monotonic()
+            clock = time.monotonic()  # worker mode: from the send (see the module docstring)
         try:
             child.conn.send(job)
-            result = None
-            while True:
-                left = self.timeout - (time.monotonic() - start)
-                if left <= 0:
-                    child.kill()
-                    log = child.read_log()
-                    child.close()
-                    return ({"status": Status.TIMEOUT.value,
-                             "message": f"Evaluation timeout after {self.timeout:g} seconds for solution "
-                                        f"{job.solution['name']}"}, log)
-                if child.conn.poll(min(left, 0.5)):
-                    try:
-                        result = child.conn.recv()
-                    except (EOFError, ConnectionError):
-                        result = None
-                    break
-                if not child.proc.is_alive() and not child.conn.poll(0):
-                    break
+            result = child.wait_result(clock + self.timeout)
         except (BrokenPipeError, ConnectionError):
             result = None
+        if result is _TIMED_OUT:
+            return self._timed_out(child, timed_out)
         if result is None:
-            child.proc.join(5)
-            code = child.proc.exitcode
-            log = child.read_log()
-            child.close()
-            return ({"status": Status.RUNTIME_ERROR.value,
-                     "message": f"Worker process failed unexpectedly (exit code {code})"}, log)
+            return self._crashed(child)
         log = child.read_log()
         if self.mode == "process":
             child.proc.join(10)
             child.close()
         else:
-            self.workers[job.solution["name"]] = child  # worker mode: kept for this solution's next job
+            self.workers[name] = child  # worker mode: kept for this solution's next job
         return result, log
+
+    @staticmethod
+    def _timed_out(child, message):
+        child.kill()
+        log = child.read_log()
+        child.close()
+        return {"status": Status.TIMEOUT.value, "message": message}, log
+
+    @staticmethod
+    def _crashed(child):
+        child.proc.join(5)
+        code = child.proc.exitcode
+        log = child.read_log()
+        child.close()
+        return {"status": Status.RUNTIME_ERROR.value,
+                "message": f"Worker process failed unexpectedly (exit code {code})"}, log
 
     def close(self):
         for c in [*self.spares, *self.workers.values()]:
