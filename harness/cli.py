@@ -87,7 +87,10 @@ def add_run_options(p):
     p.add_argument("--warmup", type=non_negative_int, help="warmup calls (default: official; 0 on the CPU)")
     p.add_argument("--iterations", type=positive_int, help="timed calls per trial (default: official; 1 on the CPU)")
     p.add_argument("--trials", type=positive_int, help="trials (default: official 3; 1 on the CPU)")
-    p.add_argument("--timeout", type=float, default=300.0, help="seconds per pair, build included (default 300)")
+    p.add_argument("--timeout", type=float, default=300.0,
+                   help="seconds per pair (default 300); --isolation process: from the child's start (imports, CUDA "
+                        "context and build included) and the child must be ready within 30 s, as officially; "
+                        "worker: from the job's send")
     p.add_argument("--atol", type=float, default=DEFAULT_ATOL, help=f"absolute tolerance (default {DEFAULT_ATOL})")
     p.add_argument("--rtol", type=float, default=DEFAULT_RTOL, help=f"relative tolerance (default {DEFAULT_RTOL})")
     p.add_argument("--required-matched-ratio", type=float, default=DEFAULT_MATCHED_RATIO,
@@ -106,8 +109,9 @@ def add_run_options(p):
                    help="processes making inputs and reference outputs before timing starts (default on CUDA: half "
                         "the cores, at most 8; 1 on the CPU: one workload at a time inside the loop)")
     p.add_argument("--prestart", type=non_negative_int, default=None, metavar="N",
-                   help="--isolation process: children started ahead and kept idle (default on CUDA: half the "
-                        "cores, at most 8; 1 on the CPU)")
+                   help="--isolation process: spare children started ahead for speed; they start beside the timed "
+                        "calls (a printed deliberate difference). Default 0: one child per pair, started when its "
+                        "pair begins, as officially")
     p.add_argument("--seed", type=int, default=0, help="seed for random inputs (recorded; default 0)")
     p.add_argument("--strict", action="store_true",
                    help="fail (INCORRECT_NUMERICAL) a solution that is wrong on fresh inputs after timing")
