@@ -175,12 +175,12 @@ def build_parser():
     return parser
 
 
-def _dataset(args):
+def dataset_of(args):
     from harness.data.dataset import Dataset
     return Dataset(args.dataset) if args.dataset else Dataset()
 
 
-def _device(args):
+def device_of(args):
     import torch
 
     device = args.device or ("cuda" if torch.cuda.is_available() else "cpu")
@@ -247,11 +247,11 @@ def _evaluate_plans(args):
     from harness.eval.options import print_differences
     from harness.eval.console import run_definition
 
-    dataset = _dataset(args)
+    dataset = dataset_of(args)
     plans = _plans(dataset, args)
     if not plans:
         raise DataError("--solution", "no solution for the chosen definitions")
-    device = _device(args)
+    device = device_of(args)
     out = Path(args.out or args.default_out)
     runs = [run_options(args, device, definition, out) for definition, _, _ in plans]
     print_differences(*runs)
@@ -302,7 +302,7 @@ def cmd_bench(args):
 def cmd_report(args):
     from harness.report.summary import load_rows, write_report
 
-    dataset = _dataset(args)
+    dataset = dataset_of(args)
     for run in args.runs:
         if not (Path(run) / "traces").is_dir():
             raise DataError(run, "no traces/ folder: not an output folder of the harness")
@@ -333,7 +333,7 @@ def cmd_package(args):
     from harness.build.package import REPO, package
 
     written = package(args.submission or REPO / "submission", args.out or REPO / "results" / "package",
-                      _dataset(args))
+                      dataset_of(args))
     for path, sol, differences in written:
         print(f"{path}: {sol.name} ({sol.definition}), {len(sol.sources)} source file(s), entry {sol.spec.entry_point}")
         for note in sol.notes:

@@ -57,7 +57,7 @@ def _gpu_or_hint():
     return None
 
 
-def _seed_reference_cache(out, slug):
+def start_from_results_cache(out, slug):
     """A folder other than results/<gpu>/ starts from that folder's reference latencies (keyed by GPU, definition,
     workload, input digest, timer and settings, so only matching ones are used): timing them again costs ~40
     minutes of prefill references. Copied whole or not at all; returns the source, or None."""
@@ -122,7 +122,7 @@ def run_full(args, argv):
     definitions = [dataset.definition(n) for n in (args.definition or sorted(dataset.definitions))]
     slug = gpu_slug(gpu)
     out = Path(args.out or RESULTS_ROOT / slug)
-    seeded = _seed_reference_cache(out, slug) if args.shard is None else None
+    seeded = start_from_results_cache(out, slug) if args.shard is None else None
     print(f"make eval on {gpu} -> {out}/ (timer: {timer})")
     print_differences(*[run_options(args, "cuda", d, out) for d in definitions])
     print(f"  reference latencies are cached in {out / 'reference_latency.json'}"
@@ -195,7 +195,7 @@ def run_bench(args):
             *(["--prepare-jobs", str(args.prepare_jobs)] if args.prepare_jobs else []),
             *(["--quiet"] if args.quiet else []), *(["--dataset", args.dataset] if args.dataset else [])]
     full = build_parser().parse_args(argv)
-    seeded = _seed_reference_cache(out, slug) or "nowhere"
+    seeded = start_from_results_cache(out, slug) or "nowhere"
     print(f"harness benchmark -> {out}/ (reference latencies from {seeded}; target: under {BENCH_TARGET_S} s)")
     t0 = time.time()
     rc = run_full(full, argv[1:])

@@ -392,21 +392,21 @@ def fetch_state(cache_dir, entry):
 def cmd_run(args):
     """The public leaderboard run: every runnable fetched entry beside ours, the baseline and FLA, interleaved per
     workload; entries that cannot run here are listed with the reason. Exit status: our submission's pairs."""
-    from harness.cli import _dataset, _device, exit_status, run_options, select_workloads
+    from harness.cli import dataset_of, device_of, exit_status, run_options, select_workloads
     from harness.eval.options import print_differences
     from harness.eval.console import run_definition
     from harness.report.leaderboard import write_leaderboard
-    from harness.full import RESULTS_ROOT, _seed_reference_cache, gpu_slug
+    from harness.full import RESULTS_ROOT, start_from_results_cache, gpu_slug
     from harness.data.resolve import resolve
 
-    device = _device(args)
+    device = device_of(args)
     if not device.startswith("cuda"):
         raise DataError("--device", "the public run times kernels on a GPU", "check an entry on the CPU with eval")
     import torch
     slug = gpu_slug(torch.cuda.get_device_name())
     out = Path(args.out or RESULTS_ROOT / slug / "public")
-    _seed_reference_cache(out, slug)
-    dataset, capability, entries = _dataset(args), device_capability_here(), load_entries()
+    start_from_results_cache(out, slug)
+    dataset, capability, entries = dataset_of(args), device_capability_here(), load_entries()
     definitions = [dataset.definition(n) for n in (args.definition or sorted(dataset.definitions))]
     plans, not_run, ours = [], {}, {}
     for d in definitions:
