@@ -9,9 +9,7 @@ from pathlib import Path
 import pandas as pd
 
 from harness.report.compare import bucket_of, bucket_order
-from harness.data.dataset import extras_path, read_traces
 from harness.eval.console import failure_reason
-from harness.data.jsonio import read_jsonl
 from harness.report.summary import _lib_values, _md_table, _timers, load_rows, provenance_line, summarize
 from harness.eval.timing import CPU_LABEL
 
@@ -28,7 +26,6 @@ def write_leaderboard(out_dir, definitions, ours, sources=None, facts=None):
     df = load_rows(sources, definitions)
     if df.empty:
         raise ValueError(f"no traces under {[str(s) for s in sources]}")
-    df = _attach_logs_and_warnings(df, sources, definitions)
     tables = {}
     for definition, g in df.groupby("definition", sort=False):
         mine = (ours or {}).get(definition)
@@ -45,26 +42,8 @@ def write_leaderboard(out_dir, definitions, ours, sources=None, facts=None):
 
 
 def _original_name(row):
-    """load_rows labels a solution found in several sources 'name [folder]'; the traces know it as 'name'."""
+    """load_rows labels a solution found in several sources 'name [folder]'; the facts know it as 'name'."""
     return row.solution.removesuffix(f" [{Path(row.source).name}]")
-
-
-def _attach_logs_and_warnings(df, sources, definitions):
-    """Add each row's trace log and its extras' warnings list (load_rows keeps neither: it joins the warnings
-    with '; ', which some warnings contain). Later lines win, as in load_rows."""
-    logs, warns = {}, {}
-    for src in sources:
-        for d in definitions:
-            for tp in sorted((src / "traces").glob(f"*/{d.op_type}/{d.name}.jsonl")):
-                for tr in read_traces(tp):
-                    if tr.evaluation:
-                        logs[(str(src), d.name, tr.solution, tr.workload.uuid)] = tr.evaluation.log
-            ep = extras_path(src, d.name)
-            for _, e in read_jsonl(ep, allow_partial_tail=True) if ep.exists() else []:
-                if e.get("record") != "reference":
-                    warns[(str(src), d.name, e["solution"], e["workload"])] = list(e.get("warnings", []))
-    keys = [(r.source, r.definition, _original_name(r), r.uuid) for r in df.itertuples()]
-    return df.assign(log=[logs.get(k, "") for k in keys], warning_list=[warns.get(k, []) for k in keys])
 
 
 def leaderboard_table(g, ours):

@@ -59,6 +59,8 @@ def load_rows(out_dirs, definitions):
                     "hardware": ev.environment.hardware, "timestamp": ev.timestamp,
                     "libs": json.dumps(ev.environment.libs, sort_keys=True), "source": str(out_dir),
                     "warnings": "; ".join(e.get("warnings", [])),
+                    # for the leaderboard; not written to the CSVs (a log can hold megabytes)
+                    "warning_list": list(e.get("warnings", [])), "log": ev.log,
                     **{k: e.get(k) if e.get(k) is not None else math.nan
                        for k in ("wall_s", "prepare_s", "reference_s", "parallel_prepare_s")},
                 })
@@ -388,7 +390,8 @@ def write_report(out_dir, definitions, sources=None, title="GDN track evaluation
                             for r in summary.itertuples()}
     track = track_scores(summary)
     for definition, g in df.groupby("definition"):
-        g.to_csv(out / f"{definition}.csv", index=False)  # libs: each row's full provenance (JSON)
+        # libs: each row's full provenance (JSON)
+        g.drop(columns=["warning_list", "log"]).to_csv(out / f"{definition}.csv", index=False)
     summary.to_csv(out / "summary.csv", index=False)
     records = lambda t: [{k: encode_float(v) for k, v in r.items()} for r in t.to_dict("records")]  # noqa: E731
     write_json_atomic(out / "summary.json", {"provenance": prov, "summary": records(summary),
