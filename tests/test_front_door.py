@@ -200,3 +200,13 @@ def test_a_kit_read_with_a_note_says_so_when_evaluated(tmp_path, capsys):
 def test_auto_and_cupti_share_reference_cache_keys():
     from harness.eval.reference_latency import timer_key
     assert timer_key("cupti") == timer_key("auto") != timer_key("events")
+
+
+def test_a_gpu_run_says_it_times_extra_calls_with_events():
+    from harness.data.dataset import Dataset
+    from harness.eval.options import differences
+
+    decode = Dataset().definition("gdn_decode_qk4_v8_d128_k_last")
+    args = build_parser().parse_args(["eval", "--solution", "ours"])
+    gpu, cpu = differences(run_options(args, "cuda", decode, "o")), differences(run_options(args, "cpu", decode, "o"))
+    assert any("timed with CUDA events" in n for n in gpu) and not any("timed with CUDA events" in n for n in cpu)

@@ -1,4 +1,5 @@
 """Build a solution into a callable, as the official builders do, cached by content hash."""
+import ctypes
 import importlib
 import inspect
 import os
@@ -103,17 +104,25 @@ def _build_native(solution, root, pkg):
         return getattr(module, symbol)
     import tvm_ffi
     import tvm_ffi.cpp
-    ldflags = ["-lcuda", "-lcublas"] if cu or "cuda" in solution.spec.target_hardware else []
+    # as the official builder: CUDA is linked for .cu sources or a "cuda" target in any case, and no custom flags
+    cuda_target = any(t.lower() == "cuda" for t in solution.spec.target_hardware)
+    ldflags = ["-lcuda", "-lcublas"] if cu or cuda_target else []
     libdir = cuda_lib_dir()
     if ldflags and libdir:
         ldflags.insert(0, f"-L{libdir}")
     try:
         lib = tvm_ffi.cpp.build(name=pkg, cpp_files=cpp, cuda_files=cu, extra_include_paths=[str(src_dir)],
-                                extra_cuda_cflags=["-lineinfo"], extra_ldflags=ldflags,
-                                build_directory=str(build_dir))
+                                extra_ldflags=ldflags, build_directory=str(build_dir))
     except Exception as exc:
         raise BuildError(f"TVM-FFI compilation failed for '{solution.name}': {exc}") from exc
-    module = tvm_ffi.load_module(lib)
+    try:    # as officially: every symbol must resolve now, not at the first call
+        ctypes.CDLL(str(lib), mode=os.RTLD_NOW)
+    except OSError as exc:
+        raise BuildError(f"Shared library has unresolved symbols: {exc}") from exc
+    try:
+        module = tvm_ffi.load_module(lib)
+    except Exception as exc:
+        raise BuildError(f"Failed to load compiled module: {exc}") from exc
     if not hasattr(module, symbol):
         raise BuildError(f"Entry point '{symbol}' not found in module")
     return getattr(module, symbol)

@@ -41,6 +41,10 @@ def print_differences(*runs):
 def differences(opts):
     timing = opts.timing
     notes = list(DEVIATIONS)
+    if opts.device.startswith("cuda"):
+        notes.append("after each timed trial of a solution, as many calls again run back to back on the same tensors, "
+                     "timed with CUDA events (the host-inclusive time reported beside the official one); they are "
+                     "outside the official span, but an in-place solution's state moves on")
     if opts.payload_cache:
         notes.append(f"{PAYLOAD_CACHE_NOTE}: {opts.payload_cache}")
     if opts.isolation == "worker":
