@@ -20,7 +20,16 @@ def _cpp_solution(target):
         "sources": [{"path": "k.cpp", "content": "// made by the test\n"}]}, "test")
 
 
-def _fake_build(tmp_path, library, calls):
+def _library(tmp_path, c_source):
+    """A shared library compiled here from `c_source`."""
+    src, library = tmp_path / "lib.c", tmp_path / "lib.so"
+    src.write_text(c_source)
+    subprocess.run(["cc", "-shared", "-fPIC", str(src), "-o", str(library)], check=True)
+    return library
+
+
+def _recording_build(library, calls):
+    """Stands in for tvm_ffi.cpp.build: records its arguments, returns `library`."""
     def build(**kwargs):
         calls.append(kwargs)
         return str(library)
@@ -29,12 +38,10 @@ def _fake_build(tmp_path, library, calls):
 
 @pytest.mark.skipif(shutil.which("cc") is None, reason="needs a C compiler")
 def test_unresolved_symbols_are_a_build_error_and_no_custom_flags_are_passed(tmp_path, monkeypatch):
-    src = tmp_path / "lib.c"
-    src.write_text("extern int not_defined_anywhere(void);\nint run(void) { return not_defined_anywhere(); }\n")
-    library = tmp_path / "libbroken.so"
-    subprocess.run(["cc", "-shared", "-fPIC", str(src), "-o", str(library)], check=True)
+    library = _library(tmp_path, "extern int not_defined_anywhere(void);\n"
+                                 "int run(void) { return not_defined_anywhere(); }\n")
     calls = []
-    monkeypatch.setattr(tvm_ffi_cpp, "build", _fake_build(tmp_path, library, calls))
+    monkeypatch.setattr(tvm_ffi_cpp, "build", _recording_build(library, calls))
     with pytest.raises(builders.BuildError, match="unresolved symbols.*not_defined_anywhere"):
         builders.build(_cpp_solution("CUDA"), cache_root=tmp_path / "cache")
     (kwargs,) = calls
@@ -44,12 +51,9 @@ def test_unresolved_symbols_are_a_build_error_and_no_custom_flags_are_passed(tmp
 
 @pytest.mark.skipif(shutil.which("cc") is None, reason="needs a C compiler")
 def test_a_cpu_target_links_no_cuda(tmp_path, monkeypatch):
-    src = tmp_path / "lib.c"
-    src.write_text("int run(void) { return 0; }\n")
-    library = tmp_path / "libok.so"
-    subprocess.run(["cc", "-shared", "-fPIC", str(src), "-o", str(library)], check=True)
     calls = []
-    monkeypatch.setattr(tvm_ffi_cpp, "build", _fake_build(tmp_path, library, calls))
+    library = _library(tmp_path, "int run(void) { return 0; }\n")
+    monkeypatch.setattr(tvm_ffi_cpp, "build", _recording_build(library, calls))
     with pytest.raises(builders.BuildError):     # a plain C library is no TVM-FFI module: refused at load
         builders.build(_cpp_solution("cpu"), cache_root=tmp_path / "cache")
     assert calls[0]["extra_ldflags"] == []
