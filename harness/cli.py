@@ -222,7 +222,8 @@ def run_options(args, device, definition, out):
     from harness.build.builders import CACHE_ROOT
     from harness.eval.options import EvalOptions, default_prepare_jobs
     from harness.eval.correctness import Tolerance
-    from harness.eval.child import TimingConfig, official_timing, reference_quick
+    from harness.eval.child import TimingConfig, official_timing
+    from harness.eval.reference_latency import reference_quick
 
     cpu = not device.startswith("cuda")
     official = official_timing(definition.name)

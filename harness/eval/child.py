@@ -35,19 +35,6 @@ def official_timing(definition_name):
     return DEFAULT_TIMING
 
 
-# The prefill reference is a Python loop over tokens, ~20 small launches each: one call at T=8192 spans 72-121 s
-# under CUPTI on the H200, so timing all 100 prefill references even once costs ~40 minutes. By default it is
-# timed with 1 trial of 1 iteration (after the timer's own untimed call and 5-call estimate); printed with every
-# run, and --reference-timing official restores the solutions' settings. The decode reference is timed as
-# officially.
-QUICK_REFERENCE = TimingConfig(warmup=0, iters=1, trials=1)
-
-
-def reference_quick(definition_name):
-    """The quick reference timing of a definition whose reference is slow, else None (as the solutions)."""
-    return QUICK_REFERENCE if "prefill" in definition_name else None
-
-
 @dataclass
 class Job:
     definition: dict
