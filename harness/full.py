@@ -10,6 +10,7 @@ import shutil
 import subprocess
 import sys
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
 from harness import REPO
@@ -95,8 +96,7 @@ def run_full(args, argv):
     """The full pass; `argv`: the subcommand's own arguments (what a --gpus child is handed)."""
     from harness.cli import exit_status, run_options, select_workloads
     from harness.build.builders import CACHE_ROOT
-    from harness.data.dataset import Dataset, append_jsonl
-    from harness.eval.environment import harness_commit
+    from harness.data.dataset import Dataset
     from harness.eval.options import default_prepare_jobs, print_differences
     from harness.eval.console import run_definition
     from harness.data.jsonio import DataError
@@ -158,17 +158,35 @@ def run_full(args, argv):
         except DataError as exc:    # a damaged input or cache file: named, with what to do
             raise DataError(exc.where, f"{exc.message}; the traces written so far stay in {out}/", exc.hint) from None
         results += [r for r in found if r.solution.name == sols[0].name]   # the exit status: our submission's
-        # the run's own record (runs.jsonl): what the report's run-time table and the README's timings cite
-        append_jsonl(out / "runs.jsonl", {
-            "definition": definition.name, "started": time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(t1)),
-            "wall_s": round(time.time() - t1, 1), "gpu": gpu, "harness": harness_commit(),
-            "isolation": args.isolation, "solutions": [s.name for s in sols], "workloads": len(workloads),
-            "reference_output_cache": args.reference_output_cache, "reference_budget_s": args.reference_budget,
-            "argv": list(argv), **stats})
+        record_run(out, RunRecord(definition, sols, workloads, t1, gpu, argv), args, stats)
     print(f"evaluation took {time.time() - t0:.0f} s")
     if not args.no_report:
         _report(out, definitions, dataset)
     return exit_status(results, args)
+
+
+@dataclass(frozen=True)
+class RunRecord:
+    """One pass over a definition, as runs.jsonl records it."""
+    definition: object
+    solutions: list
+    workloads: list
+    started: float      # time.time() at the pass's start
+    gpu: str
+    argv: list
+
+
+def record_run(out, run, args, stats):
+    """Append the pass's own record to out/runs.jsonl: what the reports' run-time tables and the READMEs'
+    timings cite, with the per-pair costs (harness/eval/costs.py) in `per_pair`."""
+    from harness.data.dataset import append_jsonl
+    from harness.eval.environment import harness_commit
+    append_jsonl(Path(out) / "runs.jsonl", {
+        "definition": run.definition.name, "started": time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(run.started)),
+        "wall_s": round(time.time() - run.started, 1), "gpu": run.gpu, "harness": harness_commit(),
+        "isolation": args.isolation, "solutions": [s.name for s in run.solutions], "workloads": len(run.workloads),
+        "reference_output_cache": args.reference_output_cache, "reference_budget_s": args.reference_budget,
+        "argv": list(run.argv), **stats})
 
 
 def run_bench(args):

@@ -8,6 +8,7 @@ a folder of pre-packed JSONs (--from) or by cloning each repository at its commi
 import os
 import shutil
 import subprocess
+import time
 from dataclasses import dataclass, fields
 from pathlib import Path
 
@@ -340,6 +341,9 @@ def add_public_parser(subparsers):
                                        "in one run per definition, then the leaderboard (a GPU)")
     add_run_options(r)
     r.add_argument("--cache", default=str(DEFAULT_CACHE), metavar="DIR", help="default: .cache/public in the repo")
+    r.add_argument("--solution", action="append", default=[], metavar="SOL",
+                   help="also run this solution (a .json, a starter-kit folder, a dataset root; repeatable), e.g. "
+                        "your own candidate or an earlier version of ours")
     r.set_defaults(func=cmd_run, default_out=None)
 
 
@@ -396,7 +400,7 @@ def cmd_run(args):
     from harness.eval.options import print_differences
     from harness.eval.console import run_definition
     from harness.report.leaderboard import write_leaderboard
-    from harness.full import RESULTS_ROOT, start_from_results_cache, gpu_slug
+    from harness.full import RESULTS_ROOT, RunRecord, gpu_slug, record_run, start_from_results_cache
     from harness.data.resolve import resolve
 
     device = device_of(args)
@@ -411,7 +415,13 @@ def cmd_run(args):
     plans, not_run, ours = [], {}, {}
     for d in definitions:
         public, left_out = public_solutions(args.cache, d.name, entries, capability)
-        sols = [*resolve("ours", d, dataset), *resolve("baseline", d, dataset), *resolve("fla", d, dataset), *public]
+        extra = [sol for arg in args.solution for sol in resolve(arg, d, dataset, strict=False)]
+        sols = [*resolve("ours", d, dataset), *resolve("baseline", d, dataset), *resolve("fla", d, dataset), *extra,
+                *public]
+        clash = sorted({s.name for s in sols if sum(t.name == s.name for t in sols) > 1})
+        if clash:
+            raise DataError("--solution", f"two solutions named {', '.join(clash)} for {d.name}",
+                            "rename one (its Solution JSON's name)")
         ours[d.name], not_run[d.name] = sols[0].name, left_out
         for entry, why in left_out:
             print(f"{d.name}: {entry.name} is not run: {why}")
@@ -420,7 +430,9 @@ def cmd_run(args):
     print_differences(*runs)
     results = []
     for (d, workloads, sols), opts in zip(plans, runs):
-        found = run_definition(dataset, d, workloads, sols, opts, table=False)
+        started, stats = time.time(), {}
+        found = run_definition(dataset, d, workloads, sols, opts, stats, table=False)
+        record_run(out, RunRecord(d, sols, workloads, started, torch.cuda.get_device_name(), args.argv), args, stats)
         results += [r for r in found if r.solution.name == ours[d.name]]
     facts = {e.name: f"{e.repo}@{e.commit}" for e in entries}
     for name, table in write_leaderboard(out, definitions, ours, facts=facts).items():

@@ -1,5 +1,7 @@
 """`gdn-harness public run` (a GPU command): what it hands the evaluation loop and the leaderboard, on a pretend
 GPU host (the loop and the leaderboard themselves are tested elsewhere)."""
+import json
+
 import torch
 
 import harness.eval.console
@@ -52,3 +54,32 @@ def test_public_run_puts_every_runnable_entry_beside_ours_and_lists_the_rest(mon
     assert f"{decode[0].name} is not run: not runnable here: does not run on sm_90: made up" in capsys.readouterr().out
     md = (tmp_path / "leaderboard" / "gdn_decode_qk4_v8_d128_k_last.md").read_text()
     assert "## Not run here" in md and f"- {decode[0].name} ({decode[0].repo}@{decode[0].commit[:12]})" in md
+    records = [json.loads(line) for line in (tmp_path / "runs.jsonl").read_text().splitlines()]
+    assert [(r["definition"], r["solutions"][-1], r["gpu"]) for r in records] == [
+        ("gdn_decode_qk4_v8_d128_k_last", "public-gdn_decode", "NVIDIA H200"),
+        ("gdn_prefill_qk4_v8_d128_k_last", "public-gdn_prefil", "NVIDIA H200")]
+
+
+def test_public_run_takes_extra_solutions_and_refuses_a_name_twice(monkeypatch, tmp_path, capsys):
+    from harness.data.dataset import Dataset
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    monkeypatch.setattr(torch.cuda, "get_device_name", lambda *a: "NVIDIA H200")
+    monkeypatch.setattr(harness.eval.timing_cuda, "resolve_timer", lambda timer: "cupti")
+    monkeypatch.setattr(harness.public, "device_capability_here", lambda: (9, 0))
+    monkeypatch.setattr(harness.public, "public_solutions", lambda *a: ([], []))
+    calls = []
+    monkeypatch.setattr(harness.eval.console, "run_definition",
+                        lambda ds, d, w, sols, opts, stats=None, table=True: calls.append([s.name for s in sols]) or [])
+    monkeypatch.setattr(harness.report.leaderboard, "write_leaderboard",
+                        lambda out, definitions, ours, facts=None: {})
+    d = Dataset().definition("gdn_decode_qk4_v8_d128_k_last")
+    mine = reference_solution(d).to_json()
+    mine["name"] = "my-candidate"
+    (tmp_path / "mine.json").write_text(json.dumps(mine))
+    argv = ["public", "run", "--out", str(tmp_path / "o"), "--definition", d.name, "--workloads", "0"]
+    assert main([*argv, "--solution", str(tmp_path / "mine.json")]) == 0
+    assert calls == [["gdn-harness-decode", "flashinfer-gdn-decode", "fla-gdn-decode", "my-candidate"]]
+    mine["name"] = "fla-gdn-decode"
+    (tmp_path / "mine.json").write_text(json.dumps(mine))
+    assert main([*argv, "--solution", str(tmp_path / "mine.json")]) == 2
+    assert "two solutions named fla-gdn-decode" in capsys.readouterr().err

@@ -3,6 +3,7 @@
 This is what runs inside the isolated child process (harness/eval/pool.py). It receives plain data
 (JSON dicts and the path of a payload file holding the trial inputs and reference outputs) and
 returns a plain dict, so nothing of the solution's objects crosses the process boundary."""
+import time
 import traceback
 from dataclasses import dataclass, field
 
@@ -59,9 +60,27 @@ class Outcome:
     event_ms: float | None = None
     timer: str | None = None
     warnings: list = field(default_factory=list)
+    phases: dict = field(default_factory=dict)   # seconds the child spent per phase (Phases.done)
 
     def to_dict(self):
         return dict(self.__dict__)
+
+
+class Phases:
+    """Wall time per phase of a job (build, load, check, timing, fresh), for the run's own cost report: what
+    the harness spends around the solution's calls."""
+
+    def __init__(self):
+        self.seconds, self._t = {}, time.perf_counter()
+
+    def mark(self, name):
+        now = time.perf_counter()
+        self.seconds[f"{name}_s"] = round(now - self._t, 4)
+        self._t = now
+
+    def done(self, outcome):
+        outcome.phases = dict(self.seconds)
+        return outcome
 
 
 def _to_device(values, device):
@@ -108,6 +127,11 @@ def run_job(job):
 
     As officially: the child clones the trial inputs once; the same clones feed the correctness calls
     and then the timing calls."""
+    phases = Phases()
+    return phases.done(_run_job(job, phases))
+
+
+def _run_job(job, phases):
     definition = Definition.from_json(job.definition, "<job definition>")
     solution = Solution.from_json(job.solution, "<job solution>")
     workload = Workload.from_json(job.workload, "<job workload>")
@@ -119,12 +143,16 @@ def run_job(job):
             raise BuildError(problem)
     except BuildError as exc:
         print(f"Build error: BuildError: {exc}\n\nTraceback:\n{traceback.format_exc()}", flush=True)
+        phases.mark("build")
         return Outcome(Status.COMPILE_ERROR.value)
+    phases.mark("build")
 
-    payload = torch.load(job.payload_path, map_location="cpu", weights_only=False)
+    # mmap: the tensors are read from the page cache straight into their device copies
+    payload = torch.load(job.payload_path, map_location="cpu", weights_only=False, mmap=True)
     cuda = job.device.startswith("cuda")
     trial_refs = payload["outputs"]
     trial_inputs = [_clone_to(inputs, job.device) for inputs in payload["inputs"]]
+    phases.mark("load")
     names_in, names_out = list(definition.inputs), list(definition.outputs)
     max_abs = max_rel = 0.0
     numerical_failure, warnings = None, []
@@ -158,6 +186,7 @@ def run_job(job):
             max_abs, max_rel = merge_max(max_abs, res.max_abs), merge_max(max_rel, res.max_rel)
             if res.status is not None and numerical_failure is None:
                 numerical_failure = f"trial {t}: {res.message}"
+    phases.mark("check")
     if numerical_failure:
         return Outcome(Status.INCORRECT_NUMERICAL.value, numerical_failure, max_abs, max_rel, warnings=warnings)
 
@@ -182,6 +211,7 @@ def run_job(job):
             return Outcome(Status.RUNTIME_ERROR.value, warnings=warnings)
         outcome.latency_ms = sum(per_trial) / len(per_trial)
         outcome.event_ms = sum(events) / len(events) if events else None
+        phases.mark("timing")
     if payload.get("fresh"):
         problem = _fresh_check(fn, trial_inputs[0], timed_outputs, payload["fresh"], definition, workload, job,
                                dps, names_out, warnings)
@@ -190,6 +220,7 @@ def run_job(job):
                            warnings=warnings)
         if problem:
             warnings.append(problem)
+        phases.mark("fresh")
     return outcome
 
 
@@ -208,7 +239,7 @@ def _syncs_host(fn, args):
         fn(*args)
         host_s = time.perf_counter() - t0
         torch.cuda.synchronize()
-        sleep_s = min(max(0.05, 20 * host_s), 2.0)
+        sleep_s = min(max(0.01, 20 * host_s), 2.0)  # 10 ms dwarfs a launch; 20x the call's own host time
         torch.cuda._sleep(int(sleep_s * 2e9))  # cycles; H100/H200/B200 clocks are ~1.5-2 GHz
         fn(*args)
         idle = torch.cuda.current_stream().query()

@@ -10,11 +10,14 @@ from pathlib import Path
 from tqdm import tqdm
 
 from harness.build.precheck import static_problem
+from harness.build.prebuild import native, prebuild
 from harness.data.dataset import append_jsonl, append_trace, extras_path, trace_path
 from harness.data.trace import Environment, Status, Trace
 from harness.eval import environment
 from harness.eval.child import Job, official_timing
+from harness.eval.costs import PairCost, calls_per_pair, summarize
 from harness.eval.pool import ChildPool
+from harness.eval.options import default_prepare_jobs
 from harness.eval.payloads import prepare_in_parallel, prepare_workload
 from harness.eval.reference_latency import (ReferenceLatencyCache, reference_config, reference_record,
                                              seed_reference_cache, time_late_reference, time_reference,
@@ -30,6 +33,7 @@ class PairResult:
     warnings: list = field(default_factory=list)
     skipped: bool = False
     trace_file: Path | None = None
+    cost: PairCost | None = None
 
 
 def not_passed(results):
@@ -58,6 +62,8 @@ def evaluate(dataset, definition, workloads, solutions, opts, stats=None):
             rejected[sol.name] = problem
             print(f"{definition.name}: {sol.name}: COMPILE_ERROR on every workload, found in its sources before "
                   f"any child started: {problem}")
+    _prebuild([s for s in solutions if s.name not in rejected and any((s.name, w.uuid) not in done for w in workloads)],
+              definition, stats)
     cache = ReferenceLatencyCache(opts.reference_cache) if opts.reference_cache else ReferenceLatencyCache()
     results = []
     ref_cfg = reference_config(definition, opts)
@@ -86,7 +92,8 @@ def evaluate(dataset, definition, workloads, solutions, opts, stats=None):
     if stats is not None:
         stats.update(reference_timing_s=round(ref_spent, 3), loop_s=round(time.monotonic() - run_start, 3),
                      pairs=sum(not r.skipped for r in results), prepare_jobs=opts.prepare_jobs,
-                     references_timed=len(cache.timed))
+                     references_timed=len(cache.timed),
+                     per_pair=summarize([r.cost for r in results if r.cost is not None]))
     if cache.timed:
         print(f"{definition.name}: {len(cache.timed)} reference latencies timed in this run (cached in {cache.path})")
     if ref_skipped:
@@ -94,6 +101,21 @@ def evaluate(dataset, definition, workloads, solutions, opts, stats=None):
               f"{ref_skipped} workloads have no reference latency (reported as not profiled). Run again to "
               "time more: timed ones are cached.")
     return results
+
+
+def _prebuild(solutions, definition, stats):
+    if not native(solutions):
+        return
+    t = time.monotonic()
+    built = prebuild(solutions, default_prepare_jobs())
+    spent = time.monotonic() - t
+    failed = [name for name, (error, _) in built.items() if error]
+    print(f"{definition.name}: {len(built)} native solution(s) built side by side in {spent:.0f} s before any pair "
+          f"(deliberate difference: officially a build counts against its pair's timeout)"
+          + (f"; {len(failed)} failed and are built again by their children: {', '.join(failed)}" if failed else ""))
+    if stats is not None:
+        stats["prebuild_s"] = round(spent, 3)
+        stats["build_s"] = {name: round(seconds, 1) for name, (_, seconds) in built.items()}
 
 
 def _loop(dataset, definition, workloads, solutions, opts, done, cache, runner, cache_dir, prepared, bar, results,
@@ -159,10 +181,12 @@ def _loop(dataset, definition, workloads, solutions, opts, done, cache, runner, 
                 "reference_timing": ref_timing_label if ref_ms is not None else "not timed",
                 "inputs": provenance["inputs"], "warnings": outcome.get("warnings", []),
                 "wall_s": round(wall_s, 3), "prepare_s": round(prepare_s, 3),
-                "reference_s": round(reference_s, 3),
+                "reference_s": round(reference_s, 3), "child_phases": outcome.get("phases", {}),
                 "parallel_prepare_s": (round(prepared[workload.uuid], 3) if workload.uuid in prepared
                                        else None)})
-            res = PairResult(workload, sol, trace, outcome.get("warnings", []), trace_file=trace_file)
+            cost = PairCost(wall_s, outcome.get("phases", {}), outcome.get("latency_ms"),
+                            calls_per_pair(timing, timing.trials))
+            res = PairResult(workload, sol, trace, outcome.get("warnings", []), trace_file=trace_file, cost=cost)
             results.append(res)
             bar.update(1)
             bar.set_postfix_str(f"{sol.name}: {outcome['status']}", refresh=tty)

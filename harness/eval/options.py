@@ -22,6 +22,8 @@ DEVIATIONS = [
 ]
 
 
+OFFICIAL_TIMEOUT_S = 300.0
+
 PAYLOAD_CACHE_NOTE = ("reference outputs are reused from an earlier run with the same definition, workload, input "
                       "bytes, seed, GPU model and torch version (the payload cache); the official harness recomputes "
                       "them every run")
@@ -59,6 +61,8 @@ def differences(opts):
         notes.append("a child that crashes or times out leaves its log (the first 5 MiB) in its trace, and a crash's "
                      "message gives the exit code; the official runner's log holds only 'Worker process failed "
                      "unexpectedly' or the timeout message (the child's log stays in /tmp)")
+    if opts.timeout != OFFICIAL_TIMEOUT_S:
+        notes.append(f"a pair times out after {opts.timeout:g} s (--timeout; officially {OFFICIAL_TIMEOUT_S:g} s)")
     if opts.reference_timing:
         notes.append("the prefill reference is timed with 1 trial of 1 iteration (its Python loop is slow); "
                      "--reference-timing official times it as the solutions")
@@ -75,7 +79,7 @@ def differences(opts):
 class EvalOptions:
     device: str = "cpu"
     out_dir: Path = Path("results/local")
-    timeout: float = 300.0
+    timeout: float = OFFICIAL_TIMEOUT_S
     tolerance: Tolerance = Tolerance()
     timing: TimingConfig | None = None          # None: the official settings per definition
     reference_timing: TimingConfig | None = None
