@@ -29,11 +29,26 @@ def native(solutions):
     return [s for s in solutions if s.spec.language in NATIVE]
 
 
+class Prebuild:
+    """The builds of a run's native solutions, started in the background (so the payloads can be prepared
+    meanwhile); wait() returns {name: (error or None, seconds)}."""
+
+    def __init__(self, solutions, jobs):
+        todo = native(solutions)
+        self.started = time.monotonic()
+        self.pool = (ProcessPoolExecutor(max_workers=max(1, min(jobs, len(todo))), mp_context=mp.get_context("spawn"))
+                     if todo else None)
+        self.futures = {s.name: self.pool.submit(_build_one, s.to_json()) for s in todo} if todo else {}
+
+    def wait(self):
+        if self.pool is None:
+            return {}
+        try:
+            return {name: f.result() for name, f in self.futures.items()}
+        finally:
+            self.pool.shutdown()
+
+
 def prebuild(solutions, jobs):
-    """Build every native solution in `solutions`, `jobs` at a time. Returns {name: (error or None, seconds)}."""
-    todo = native(solutions)
-    if not todo:
-        return {}
-    with ProcessPoolExecutor(max_workers=max(1, min(jobs, len(todo))), mp_context=mp.get_context("spawn")) as pool:
-        futures = {s.name: pool.submit(_build_one, s.to_json()) for s in todo}
-        return {name: f.result() for name, f in futures.items()}
+    """Build every native solution in `solutions`, `jobs` at a time, and wait for them."""
+    return Prebuild(solutions, jobs).wait()
