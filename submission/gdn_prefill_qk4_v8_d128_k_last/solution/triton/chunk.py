@@ -94,23 +94,19 @@ def _chunk_p(q, k, G, C: tl.constexpr, PREC_QK: tl.constexpr):
 def _chunk_apply(H, Tm, P, qkv, gv, scale, PREC, OUT: tl.constexpr):
     """Given Tm and P of the chunk, its q, k, v ([C, K], [C, K], [C, BV]) and its gate vectors gv = (gamma, beta,
     decay to the chunk end, exp(G_C)) (_gate_vectors): output tile O [C, BV] (0 unless OUT) and the state after the
-    chunk."""
-    PREC_T: tl.constexpr = PREC[1]
-    PREC_S: tl.constexpr = PREC[2]
-    PREC_Q: tl.constexpr = PREC[3]
-    PREC_O: tl.constexpr = PREC[4]
+    chunk. The dots take PREC[1] (Tm R), PREC[2] (K H, K^T X), PREC[3] (Q H) and PREC[4] (P X)."""
     q, k, v = qkv
     gam, beta, dec, egC = gv
-    KH = _mm(k, H, PREC_S)                                           # [C, BV]
+    KH = _mm(k, H, PREC[2])                                          # [C, BV]
     O = 0.0
     if OUT:
-        QH = _mm(q, H, PREC_Q)                                       # output only
+        QH = _mm(q, H, PREC[3])                                      # output only
     R = beta[:, None] * (v - gam[:, None] * KH)
-    X = _mm(Tm, R, PREC_T)                                           # new values, [C, BV]
+    X = _mm(Tm, R, PREC[1])                                          # new values, [C, BV]
     if OUT:
-        O = scale * (gam[:, None] * QH + _mm(P, X, PREC_O))
+        O = scale * (gam[:, None] * QH + _mm(P, X, PREC[4]))
     Xd = X * dec[:, None]                                            # decay to the chunk end
-    H = egC * H + _mm(tl.trans(k), Xd, PREC_S)
+    H = egC * H + _mm(tl.trans(k), Xd, PREC[2])
     return O, H
 
 
@@ -120,20 +116,16 @@ def _chunk_apply_t(Ht, Tm, P, qkv, gv, scale, PREC, OUT: tl.constexpr):
     and the value-side tiles as [BV, C] (v too), so every tensor-core result feeds the next dot as its
     left operand. Offline (ptxas sm_90) its chain loop has 9-30 % fewer instructions per step and
     fewer spills than ALGO_CHUNK_WS at the same BV (H200 timings: docs/kernels/prefill.md)."""
-    PREC_T: tl.constexpr = PREC[1]
-    PREC_S: tl.constexpr = PREC[2]
-    PREC_Q: tl.constexpr = PREC[3]
-    PREC_O: tl.constexpr = PREC[4]
     q, k, vt = qkv
     gam, beta, dec, egC = gv
-    KHt = _mm(Ht, tl.trans(k), PREC_S)                               # [BV, C]
+    KHt = _mm(Ht, tl.trans(k), PREC[2])                              # [BV, C]
     Ot = 0.0
     if OUT:
-        QHt = _mm(Ht, tl.trans(q), PREC_Q)                           # output only
+        QHt = _mm(Ht, tl.trans(q), PREC[3])                          # output only
     Rt = beta[None, :] * (vt - gam[None, :] * KHt)
-    Xt = _mm(Rt, tl.trans(Tm), PREC_T)                               # new values, [BV, C]
+    Xt = _mm(Rt, tl.trans(Tm), PREC[1])                              # new values, [BV, C]
     if OUT:
-        Ot = scale * (gam[None, :] * QHt + _mm(Xt, tl.trans(P), PREC_O))
+        Ot = scale * (gam[None, :] * QHt + _mm(Xt, tl.trans(P), PREC[4]))
     Xdt = Xt * dec[None, :]                                          # decay to the chunk end
-    Ht = egC * Ht + _mm(Xdt, k, PREC_S)
+    Ht = egC * Ht + _mm(Xdt, k, PREC[2])
     return Ot, Ht
