@@ -3,7 +3,6 @@
 Without CUDA the kernel runs under Triton's interpreter (TRITON_INTERPRET=1, set before
 triton is imported). GPU-only checks are marked `gpu` and skipped without CUDA.
 """
-import importlib.util
 import math
 import os
 import pathlib
@@ -20,9 +19,10 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
 from reference.gdn_recurrent import recurrent_decode  # noqa: E402
+from tests.solutions import load_solution  # noqa: E402
 
-SOLUTION = ROOT / "submission" / "gdn_decode_qk4_v8_d128_k_last"
-KERNEL_PATH = SOLUTION / "solution" / "triton" / "kernel.py"
+DEFINITION = "gdn_decode_qk4_v8_d128_k_last"
+SOLUTION = ROOT / "submission" / DEFINITION
 DEVICE = "cuda" if torch.cuda.is_available() else "cpu"
 ATOL = RTOL = 1e-2
 OFFICIAL_SCALE = 0.08838834764831843
@@ -31,16 +31,9 @@ gpu = pytest.mark.gpu
 needs_cuda = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA")
 
 
-def _load_module():
-    spec = importlib.util.spec_from_file_location("gdn_decode_solution_kernel", KERNEL_PATH)
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
-
-
 @pytest.fixture(scope="module")
 def mod():
-    return _load_module()
+    return load_solution(DEFINITION)
 
 
 def make_inputs(B, seed=0, state_std=16.0, device=DEVICE):
@@ -139,18 +132,29 @@ def test_scale_none_and_tensor(mod):
 
 
 def test_other_launch_configs(mod):
-    """Configurations of the tuning sweep (chunk loop, cache hints) give the same answer."""
+    """Other launch configs (tile width, warps, stages, no load hint, grid order) give the same answer."""
+    lt = load_solution(DEFINITION, "launch_table")
     B = 1
     inp = make_inputs(B, seed=3)
     ref_out, ref_ns = reference(inp, OFFICIAL_SCALE)
-    for cfg in (dict(BV=32, NCHUNK=2, num_warps=8, num_stages=2, load_evict="evict_first",
-                     store_cache=".cs"),
-                dict(BV=16, num_warps=4, VB_FAST=True),
-                dict(BV=4, num_warps=1, load_evict="evict_first", store_evict="evict_last")):
+    for cfg in (lt.DecodeConfig(BV=32, num_warps=8, num_stages=2),
+                lt.DecodeConfig(BV=16, num_warps=4, load_evict="", vb_fast=True),
+                lt.DecodeConfig(BV=8, vb_fast=False)):
         out, ns = empty_outputs(B)
         mod.launch(inp["q"], inp["k"], inp["v"], inp["state"], inp["A_log"], inp["a"],
-                   inp["dt_bias"], inp["b"], OFFICIAL_SCALE, out, ns, **cfg)
+                   inp["dt_bias"], inp["b"], OFFICIAL_SCALE, out, ns, cfg=cfg)
         check(out, ns, ref_out, ref_ns)
+
+
+def test_launch_table(mod):
+    """The rows as measured: one-warp CTAs of 4 value rows with the state load evict_first; from B = 16 the V
+    blocks of one head launched together."""
+    lt = load_solution(DEFINITION, "launch_table")
+    assert sorted(lt.LAUNCH_TABLE) == [1, 16]
+    for B, vb_fast in ((1, False), (15, False), (16, True), (64, True)):
+        grid, cfg = lt.config_for(B)
+        assert (cfg.BV, cfg.num_warps, cfg.num_stages, cfg.load_evict, cfg.vb_fast) == (4, 1, 1, "evict_first", vb_fast)
+        assert grid == ((32, B * 8) if vb_fast else (B * 8, 32))
 
 
 def test_mutation_is_caught(mod):

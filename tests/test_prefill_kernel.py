@@ -7,10 +7,9 @@ differ from the float64 reference by one bf16 ulp only, the state by fp32 round-
 On a GPU the same tests run with the production operand precisions and the official rule, plus a
 looser state bound.
 """
-import importlib.util
 import math
 import os
-from pathlib import Path
+from dataclasses import replace
 
 import pytest
 import torch
@@ -19,19 +18,13 @@ if not torch.cuda.is_available():
     os.environ.setdefault("TRITON_INTERPRET", "1")
 
 from reference.gdn_recurrent import recurrent_packed  # noqa: E402
+from tests.solutions import load_solution  # noqa: E402
 
-ROOT = Path(__file__).resolve().parents[1]
-KERNEL_PATH = ROOT / "submission" / "gdn_prefill_qk4_v8_d128_k_last" / "solution" / "triton" / "kernel.py"
-
-
-def _load():
-    spec = importlib.util.spec_from_file_location("gdn_prefill_kernel_under_test", KERNEL_PATH)
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
-
-
-pk = _load()
+DEFINITION = "gdn_prefill_qk4_v8_d128_k_last"
+pk = load_solution(DEFINITION)                      # the entry points and the launcher
+lt = load_solution(DEFINITION, "launch_table")      # the launch configs and the table
+p16_slot_numel = load_solution(DEFINITION, "workspace").p16_slot_numel   # the P workspace's slot size
+D = load_solution(DEFINITION, "shapes").D
 DEVICE = "cuda" if torch.cuda.is_available() else "cpu"
 ON_GPU = DEVICE == "cuda"
 
@@ -63,9 +56,9 @@ def with_cfg(cfg):
 
 
 def _f16(fn, T, N):
-    """Whether the entry point runs a cfg "f16" row (fp16 Tm and P workspaces) for T tokens in N sequences."""
-    cfg = getattr(fn, "cfg", None) or (pk._pick(T, N) if fn is pk.kernel else {})
-    return bool(cfg.get("f16") and cfg.get("ws") and cfg.get("ws_p"))
+    """Whether the entry point runs a row with a workspace (fp16 Tm and P) for T tokens in N sequences."""
+    cfg = getattr(fn, "cfg", None) or (lt.pick(T, N) if fn is pk.kernel else None)
+    return bool(cfg and cfg.ws)
 
 
 def run_and_check(fn, cu, scale=0.0, seed=0, state_std=1.0, out_atol=1e-4):
@@ -95,7 +88,7 @@ def run_and_check(fn, cu, scale=0.0, seed=0, state_std=1.0, out_atol=1e-4):
     if ON_GPU:
         assert serr < 1e-2, f"new_state max abs err {serr:.3g}"
     else:   # exact-fp32 dots: bf16 rounding of the output and fp32 round-off of the state only
-        # (one bf16 ulp: the interpreter's fp32 -> bf16 cast truncates instead of rounding); with cfg "f16" Tm and
+        # (one bf16 ulp: the interpreter's fp32 -> bf16 cast truncates instead of rounding); with a workspace Tm and
         # P are also stored in fp16 (2^-11 relative each), which moves the state by up to a few 1e-4 here
         bound = 2.0 ** -7 * ref_out.abs() + out_atol
         assert bool((err <= bound).all()), f"output off by more than bf16 rounding: {err.max():.3g}"
@@ -116,23 +109,23 @@ def test_chunked_kernel(cu):
 
 def test_chunked_kernel_multichunk_scale():
     # 4 chunks of 32 in the last sequence; scale = 1 makes outputs ~11x larger than the default. The one-launch
-    # row (the table takes the fused launch here since round 22): under the interpreter its dots are exact, so
+    # row (the table takes the fused launch here): under the interpreter its dots are exact, so
     # the tight bound of run_and_check holds, while the workspace rows keep P in bf16 (a truncating cast there:
     # 0.024 off at this scale). On the GPU every row rounds P to bf16 in its P X dot.
-    run_and_check(with_cfg(pk._ONE_LAUNCH_CFG), [0, 9, 137], scale=1.0, seed=1)
+    run_and_check(with_cfg(lt.ONE_LAUNCH), [0, 9, 137], scale=1.0, seed=1)
 
 
 @pytest.mark.parametrize("C", [16, 32])
 def test_chunked_small_chunks(C):
     # more chunk boundaries per sequence; C = 32 has one doubling merge, C = 16 none
-    run_and_check(with_cfg(dict(C=C, BV=64, SB=16)), [0, 17, 18, 40, 90], scale=None, seed=2)
+    run_and_check(with_cfg(lt.LaunchConfig(C=C, BV=64, SB=16)), [0, 17, 18, 40, 90], scale=None, seed=2)
 
 
 def test_kernel_fused_path():
     # 180 <= T < 3000: the launch table takes the fused launch (Tm and P of every (chunk, head) and the
     # chains, as roles of one launch); P is kept in bf16 there, which costs output precision
     # (~2^-9 of the terms), not state precision
-    assert pk._pick(260, 2).get("fused")
+    assert lt.pick(260, 2).fused
     run_and_check(pk.kernel, [0, 100, 260], seed=6, out_atol=2e-3)
 
 
@@ -146,35 +139,32 @@ def test_two_launch_workspace_is_reused_and_stale_content_is_harmless():
 
 def test_two_launch_wide_variant():
     # the N >= 16 entry of the table (transposed chain, BV = 32), on a small case
-    run_and_check(with_cfg(pk._TWO_LAUNCH_WIDE_CFG), [0, 1, 33, 70, 100], seed=3, out_atol=2e-3)
+    run_and_check(with_cfg(lt.TWO_LAUNCH_WIDE), [0, 1, 33, 70, 100], seed=3, out_atol=2e-3)
 
 
 def test_sequences_launched_longest_first_with_ties_and_padding():
     # CTAs take sequences by length rank (longest first); N = 5 pads the rank vector to 8 and three
     # sequences tie at 10 tokens: every sequence must still be computed exactly once
-    for cfg in (pk._ONE_LAUNCH_CFG, pk._TWO_LAUNCH_CFG):
-        run_and_check(with_cfg(dict(cfg, lpt=True)),
+    for cfg in (lt.ONE_LAUNCH, lt.TWO_LAUNCH):
+        run_and_check(with_cfg(replace(cfg, lpt=True)),
                       [0, 10, 20, 25, 35, 36], seed=4, out_atol=2e-3)
-    # the launch path turns the order on from _LPT_MIN_N sequences (here 9, lengths 1..13 and ties)
-    assert pk._LPT_MIN_N <= 9
+    # the launch path turns the order on from LPT_MIN_N sequences (here 9, lengths 1..13 and ties)
+    assert lt.LPT_MIN_N <= 9
     run_and_check(pk.kernel, [0, 1, 4, 17, 18, 30, 31, 44, 50, 60], seed=5)
 
 
-@pytest.mark.parametrize("row", ["_ONE_LAUNCH_CFG", "_TWO_LAUNCH_CFG", "_TWO_LAUNCH_WIDE_CFG", "_FUSED_SPLIT_CFG"])
-def test_prefetch_knob(row):
-    # cfg "prefetch" (every row of the table): each step loads the next chunk's v, a, b before its own work;
-    # the last step's prefetch is past the sequence's end (masked), the empty sequence has no step, and a
-    # partial last chunk must take its own rows only (the path without it: test_chunked_small_chunks)
-    cfg = getattr(pk, row)
-    assert cfg["prefetch"]
-    run_and_check(with_cfg(cfg), [0, 0, 17, 18, 150, 300], seed=3, out_atol=2e-3)
+@pytest.mark.parametrize("row", ["ONE_LAUNCH", "TWO_LAUNCH", "TWO_LAUNCH_WIDE", "FUSED_SPLIT"])
+def test_next_chunk_loads_at_sequence_edges(row):
+    # every chunked launch loads the next chunk's v, a, b a step early: the last step's loads are past the
+    # sequence's end (masked), the empty sequence has no step, and a partial last chunk must take its own rows only
+    run_and_check(with_cfg(getattr(lt, row)), [0, 0, 17, 18, 150, 300], seed=3, out_atol=2e-3)
 
 
 def test_rank_table_written_by_the_first_launch():
-    # cfg "lpt_ws": the prep launch writes one row (n, bos, eos) per rank, longest first, ties by index
-    # (N = 5 pads the rank vector to 8; three sequences tie at 10 tokens); the chain reads its row from it
+    # two launches, longest first: the prep launch writes one row (n, bos, eos) per rank, longest first, ties by
+    # index (N = 5 pads the rank vector to 8; three sequences tie at 10 tokens); the chain reads its row from it
     cu = [0, 10, 20, 25, 35, 36]
-    run_and_check(with_cfg(dict(pk._TWO_LAUNCH_T_CFG, lpt=True, lpt_ws=True)), cu, seed=4, out_atol=2e-3)
+    run_and_check(with_cfg(replace(lt.TWO_LAUNCH_T, lpt=True)), cu, seed=4, out_atol=2e-3)
     table = next(b for key, b in pk._WORKSPACES.items() if key[0] == "perm").view(-1, 4)[:, :3].cpu().tolist()
     order = sorted(range(5), key=lambda i: (-(cu[i + 1] - cu[i]), i))
     assert table == [[i, cu[i], cu[i + 1]] for i in order]
@@ -183,8 +173,7 @@ def test_rank_table_written_by_the_first_launch():
 def test_fused_variant_and_its_sync_words():
     # both roles in one launch (cfg "fused"): correct, and each call
     # leaves the counters at 0 and the epoch one higher, so the next call waits for fresh flags
-    cfg = pk._FUSED_CFG
-    fn = with_cfg(cfg)
+    fn = with_cfg(lt.FUSED)
     run_and_check(fn, [0, 17, 18, 150, 300], seed=3, out_atol=2e-3)
     sync_words = lambda: next(b for key, b in pk._WORKSPACES.items() if key[0] == "sync")  # noqa: E731
     before = int(sync_words()[2])
@@ -197,23 +186,21 @@ def test_fused_variant_and_its_sync_words():
 
 
 def poison_workspaces(cu, C=64):
-    """Fill the Tm and P workspaces of a C-token call on `cu` with NaN, the fp16 ones of cfg "f16" too (with their
-    k, q and gate blocks): a slot nobody writes then poisons the outputs. Returns the number of slots."""
+    """Fill the fp16 Tm and P workspaces of a C-token call on `cu` with NaN (with their k, q and gate blocks): a
+    slot nobody writes then poisons the outputs. Returns the number of slots."""
     nslot = cu[-1] // C + (len(cu) - 1) + 1
-    pk._workspace("tm", nslot * 8 * C * C, torch.float32, DEVICE).fill_(float("nan"))
-    pk._workspace("p", nslot * 8 * C * C, torch.bfloat16, DEVICE).fill_(float("nan"))
     pk._workspace("tm16", nslot * 8 * C * C, torch.float16, DEVICE).fill_(float("nan"))
-    pk._workspace("p16", nslot * pk._p16_slot.fn(C, 8, 4, 128), torch.float16, DEVICE).fill_(float("nan"))
+    pk._workspace("p16", nslot * p16_slot_numel(C), torch.float16, DEVICE).fill_(float("nan"))
     return nslot
 
 
 def test_fused_split_prep_role_and_its_flag_planes():
-    # "prep_split" on the fused launch (the rows up to 1400 tokens, round 17): Tm and P of each
+    # prep_split on the fused launch (the rows up to 1400 tokens): Tm and P of each
     # (chunk, head) by separate tickets, each with its own flag plane, both awaited by the chains. The
     # workspaces start as NaN, so a slot that neither role wrote would poison the outputs.
     cu = [0, 0, 17, 18, 150, 300]
     nslot = poison_workspaces(cu)
-    run_and_check(with_cfg(dict(pk._FUSED_CFG, prep_split=True)), cu, seed=3, out_atol=2e-3)
+    run_and_check(with_cfg(replace(lt.FUSED, prep_split=True)), cu, seed=3, out_atol=2e-3)
     sync = next(b for key, b in pk._WORKSPACES.items() if key[0] == "sync").cpu()
     assert sync[:2].tolist() == [0, 0]
     assert (sync[3:3 + 2 * nslot * 8] == int(sync[2])).all(), "both planes hold this call's epoch"
@@ -224,7 +211,7 @@ def test_transposed_chain_variant(bv, warps, fused):
     # the transposed chain (cfg "trans", ALGO_CHUNK_WS_T; the table's fused and N >= 5 rows): the state
     # slice held as [BV, K], a zero-length sequence and a partial last chunk included; also as the
     # fused launch's chain role
-    cfg = dict(pk._TWO_LAUNCH_CFG, BV=bv, num_warps=warps, num_stages=2, trans=True, fused=fused)
+    cfg = replace(lt.TWO_LAUNCH, BV=bv, num_warps=warps, num_stages=2, trans=True, fused=fused)
     run_and_check(with_cfg(cfg), [0, 0, 17, 18, 150, 300],
                   seed=3, out_atol=2e-3)
 
@@ -234,31 +221,30 @@ def test_split_prep_writes_every_slot():
     # The workspaces start as NaN, so a slot that neither role wrote would poison the outputs.
     cu = [0, 0, 17, 18, 150, 300]
     poison_workspaces(cu)
-    assert pk._TWO_LAUNCH_WIDE_CFG["prep_split"]
-    run_and_check(with_cfg(pk._TWO_LAUNCH_WIDE_CFG), cu, seed=3, out_atol=2e-3)
+    assert lt.TWO_LAUNCH_WIDE.prep_split
+    run_and_check(with_cfg(lt.TWO_LAUNCH_WIDE), cu, seed=3, out_atol=2e-3)
 
 
-@pytest.mark.parametrize("trans,seg_bv", [(False, 16), (True, 32)], ids=["untransposed", "transposed-bv32"])
-def test_segment_walk(trans, seg_bv):
-    # cfg "segs": 4 segments of 2 chunks (C = 16) for the 125-token sequence, so its last segment starts from
+@pytest.mark.parametrize("trans,bv", [(False, 16), (True, 32)], ids=["untransposed", "transposed-bv32"])
+def test_segment_walk(trans, bv):
+    # cfg segs: 4 segments of 2 chunks (C = 16) for the 125-token sequence, so its last segment starts from
     # two transition products; the 5-token sequence ends in segment 0 (new_state from the first segment
     # launch), the 1-token one too, and the empty one has only its new_state (= its state); the first
-    # launch's mixed slices (value and identity columns, v = 0 for the latter) are seg_bv wide, the second's 16
-    cfg = dict(pk._TWO_LAUNCH_T_CFG if trans else pk._TWO_LAUNCH_CFG, segs=4, seg_bv=seg_bv, C=16, SB=8,
-               lpt=False)
+    # launch's mixed slices are half value, half identity columns (v = 0 for the latter)
+    cfg = replace(lt.TWO_LAUNCH_T if trans else lt.TWO_LAUNCH, segs=4, BV=bv, C=16, SB=8, lpt=False)
     run_and_check(with_cfg(cfg), [0, 5, 5, 130, 131], seed=5, out_atol=2e-3)
 
 
 def test_f16_workspace_holds_the_chunks_k_q_and_gates():
-    # cfg "f16": per slot the P workspace holds the 8 heads' P tiles, then fp16 copies of k and q of the 4 q/k
+    # the rows with a workspace: per slot the P workspace holds the 8 heads' P tiles, then fp16 copies of k and q of the 4 q/k
     # heads (rows past a sequence's end 0; exact but for values below 2^-14), then per v-head gamma = exp(G), beta
     # and exp(G_end - G) in fp32 (G: the in-chunk cumulative log gate). Checked against the inputs and float64
     # gates, slot by slot.
     from reference.gdn_recurrent import gates
     cu, C = [0, 0, 17, 150], 64
     poison_workspaces(cu)
-    fn = with_cfg(pk._TWO_LAUNCH_WIDE_CFG)
-    assert fn.cfg["f16"]
+    fn = with_cfg(lt.TWO_LAUNCH_WIDE)
+    assert fn.cfg.ws
     run_and_check(fn, cu, seed=7, out_atol=2e-3)
     inputs = [x.cpu() for x in make_inputs(cu, seed=7)]
     q, k, a, b = inputs[0], inputs[1], inputs[5], inputs[7]
@@ -293,21 +279,19 @@ def test_f16_workspace_holds_the_chunks_k_q_and_gates():
 def test_segment_walk_refuses_what_it_cannot_run():
     inputs = make_inputs([0, 40])
     out, ns = torch.empty(40, 8, 128, dtype=torch.bfloat16, device=DEVICE), torch.empty_like(inputs[3])
-    for bad in (dict(pk._TWO_LAUNCH_CFG, segs=2), dict(pk._TWO_LAUNCH_CFG, segs=4, prefetch=False)):
-        with pytest.raises(ValueError, match="segs"):
-            pk._launch(pk.ALGO_CHUNK, *inputs, 0.0, out, ns, cfg=bad)
+    with pytest.raises(ValueError, match="segs"):
+        pk._launch(pk.ALGO_CHUNK, *inputs, 0.0, out, ns, cfg=replace(lt.TWO_LAUNCH, segs=2))
 
 
 def test_rows_with_a_prep_take_the_split_prep_on_mma_v3_up_to_1400_tokens_if_fused():
-    # round 13's choice for every two-launch row (the segment rows included), round 17's for the fused rows up
-    # to 1400 tokens; the fused row above keeps one mma.sync prep ticket per (chunk, head)
-    # (round 31: the fused row above on wgmma too, unsplit)
-    rows = [(max_t, cfg) for max_t, _, cfg in pk._LAUNCH_TABLE if cfg.get("ws")]
+    # every two-launch row (the segment rows included) and the fused rows up to 1400 tokens; the fused row above
+    # has its prep on wgmma too, unsplit
+    rows = [(row.max_t, row.config) for row in lt.LAUNCH_TABLE if row.config.ws]
     assert len(rows) == 11
     for max_t, cfg in rows:
-        knobs = bool(cfg.get("prep_split")) and bool(cfg.get("prep_mma_v3"))
-        assert knobs == (not cfg.get("fused") or max_t <= 1400), (max_t, cfg)
-        assert knobs or cfg is pk._FUSED_WG_CFG and cfg["prep_mma_v3"] and not cfg.get("prep_split")
+        knobs = cfg.prep_split and cfg.prep_mma_v3
+        assert knobs == (not cfg.fused or max_t <= 1400), (max_t, cfg)
+        assert knobs or cfg is lt.FUSED_WG and cfg.prep_mma_v3 and not cfg.prep_split
 
 
 def test_raw_launch_arguments_refuse_a_tensor_on_another_device():
@@ -327,48 +311,49 @@ def test_bound_launch_only_where_triton_hands_constexprs_to_the_launcher():
 
 
 def test_launch_table():
-    one, two, wide = pk._ONE_LAUNCH_CFG, pk._TWO_LAUNCH_LPT_CFG, pk._TWO_LAUNCH_WIDE_CFG
-    one16, two_t, seg3 = pk._ONE_LAUNCH_C16_CFG, pk._TWO_LAUNCH_T_CFG, pk._SEG_3STAGE_CFG
-    # rounds 30-32: the chains of these rows untransposed on wgmma (off sm_90 the row before: "no_wgmma")
-    fused3, fused3w, fused_split = pk._FUSED_WG_3STAGE_CFG, pk._FUSED_WG_3STAGE_32_CFG, pk._FUSED_WG_SPLIT_CFG
-    fused, seg, wg = pk._FUSED_WG_CFG, pk._SEG_WG_CFG, pk._TWO_LAUNCH_WG_CFG
-    assert pk._pick(1, 1) is one16 and pk._pick(16, 16) is one16 and pk._pick(17, 1) is one
-    assert pk._pick(32, 1) is one and pk._pick(33, 1) is fused3 and pk._pick(64, 2) is one
-    assert pk._pick(65, 2) is fused3 and pk._pick(65, 3) is one and pk._pick(179, 3) is one
-    assert pk._pick(96, 1) is fused3 and pk._pick(1400, 1) is fused3 and pk._pick(1400, 2) is fused3
-    assert pk._pick(180, 3) is fused3w and pk._pick(1400, 3) is fused3w and pk._pick(180, 4) is fused_split
-    assert pk._pick(1400, 57) is fused_split and pk._pick(1401, 4) is fused
-    # round 28: the segment rows from 1401 tokens for N = 2 too, with 3 stages from 3000 tokens
-    assert pk._pick(1401, 1) is seg and pk._pick(2999, 1) is seg and pk._pick(1401, 2) is seg
-    assert pk._pick(2999, 2) is seg and pk._pick(1401, 3) is fused and pk._pick(2999, 57) is fused
-    assert pk._pick(3000, 1) is seg3 and pk._pick(8192, 2) is seg3 and pk._pick(3000, 3) is two
-    assert pk._pick(8192, 4) is two and seg3["segs"] == 3 and seg3["trans"] and seg3["prefetch"]
-    assert seg3 == dict(seg["no_wgmma"], num_stages=3) and seg["segs"] == 3 and seg["chain_mma_v3"]
-    # session 22 (r34/r35): wgmma BV32 for N = 5..15 too
-    wg32 = pk._TWO_LAUNCH_WG32_CFG
-    assert pk._pick(3000, 5) is wg32 and pk._pick(8192, 15) is wg32 and wg32["no_wgmma"] is two_t
-    assert wg32["BV"] == 32 and wg32["num_stages"] == 2 and wg32["chain_mma_v3"]
-    assert pk._pick(3000, 16) is wide and pk._pick(8192, 24) is wide
-    assert pk._pick(3000, 25) is wg and pk._pick(8192, 57) is wg
-    assert not one.get("ws") and one["C"] == 32 and fused["fused"] and fused["ws"] and not two.get("fused")
-    assert two["lpt"] and two["lpt_ws"] and two_t["lpt_ws"] and "lpt" not in two_t and "lpt" not in wide
-    assert two["BV"] == two_t["BV"] == fused["BV"] == fused3["BV"] == 16 and wide["BV"] == fused3w["BV"] == 32
-    assert wg["BV"] == 64 and wg["num_stages"] == 2 and wg["chain_mma_v3"] and wg["no_wgmma"] is wide
-    assert fused3["num_stages"] == fused3w["num_stages"] == 3 and fused3["fused"] and fused_split["num_stages"] == 2
-    assert two_t["trans"] and wide["trans"] and not two.get("trans")
+    one, two, wide = lt.ONE_LAUNCH, lt.TWO_LAUNCH_LPT, lt.TWO_LAUNCH_WIDE
+    one16, two_t, seg3 = lt.ONE_LAUNCH_C16, lt.TWO_LAUNCH_T, lt.SEG_3STAGE
+    # the chains of these rows untransposed on wgmma (off sm_90 the config before: no_wgmma)
+    fused3, fused3w, fused_split = lt.FUSED_WG_3STAGE, lt.FUSED_WG_3STAGE_32, lt.FUSED_WG_SPLIT
+    fused, seg, wg = lt.FUSED_WG, lt.SEG_WG, lt.TWO_LAUNCH_WG
+    pick = lt.pick
+    assert pick(1, 1) is one16 and pick(16, 16) is one16 and pick(17, 1) is one
+    assert pick(32, 1) is one and pick(33, 1) is fused3 and pick(64, 2) is one
+    assert pick(65, 2) is fused3 and pick(65, 3) is one and pick(179, 3) is one
+    assert pick(96, 1) is fused3 and pick(1400, 1) is fused3 and pick(1400, 2) is fused3
+    assert pick(180, 3) is fused3w and pick(1400, 3) is fused3w and pick(180, 4) is fused_split
+    assert pick(1400, 57) is fused_split and pick(1401, 4) is fused
+    # the segment rows from 1401 tokens for N <= 2, with 3 stages from 3000 tokens
+    assert pick(1401, 1) is seg and pick(2999, 1) is seg and pick(1401, 2) is seg
+    assert pick(2999, 2) is seg and pick(1401, 3) is fused and pick(2999, 57) is fused
+    assert pick(3000, 1) is seg3 and pick(8192, 2) is seg3 and pick(3000, 3) is two
+    assert pick(8192, 4) is two and seg3.segs == 3 and seg3.trans
+    assert seg3 == replace(seg.no_wgmma, num_stages=3) and seg.segs == 3 and seg.chain_mma_v3
+    # wgmma BV32 for N = 5..15
+    wg32 = lt.TWO_LAUNCH_WG32
+    assert pick(3000, 5) is wg32 and pick(8192, 15) is wg32 and wg32.no_wgmma is two_t
+    assert wg32.BV == 32 and wg32.num_stages == 2 and wg32.chain_mma_v3
+    assert pick(3000, 16) is wide and pick(8192, 24) is wide
+    assert pick(3000, 25) is wg and pick(8192, 57) is wg
+    assert not one.ws and one.C == 32 and fused.fused and fused.ws and not two.fused
+    assert two.lpt and two_t.lpt is None and wide.lpt is None
+    assert two.BV == two_t.BV == fused.BV == fused3.BV == 16 and wide.BV == fused3w.BV == 32
+    assert wg.BV == 64 and wg.num_stages == 2 and wg.chain_mma_v3 and wg.no_wgmma is wide
+    assert fused3.num_stages == fused3w.num_stages == 3 and fused3.fused and fused_split.num_stages == 2
+    assert two_t.trans and wide.trans and not two.trans
     for cfg in (fused3, fused3w, fused_split, fused, seg, wg, wg32):    # every wgmma row: untransposed, with a fallback
-        old = cfg["no_wgmma"]
-        assert not cfg["trans"] and old["trans"] and "no_wgmma" not in old
-        assert cfg["prep_mma_v3"] or cfg.get("chain_mma_v3")
-        assert dict(cfg, trans=True, BV=old["BV"], num_stages=old["num_stages"], no_wgmma=None, chain_mma_v3=None,
-                    prep_mma_v3=None) == dict(old, no_wgmma=None, chain_mma_v3=None, prep_mma_v3=None)
+        old = cfg.no_wgmma
+        assert not cfg.trans and old.trans and old.no_wgmma is None
+        assert cfg.prep_mma_v3 or cfg.chain_mma_v3
+        assert replace(cfg, trans=True, BV=old.BV, num_stages=old.num_stages, no_wgmma=None, chain_mma_v3=False,
+                       prep_mma_v3=False) == replace(old, chain_mma_v3=False, prep_mma_v3=False)
     for T, N in [(6, 1), (300, 3), (8192, 57)]:
-        cfg = pk._pick(T, N)
-        assert pk.D % cfg["BV"] == 0 and cfg["C"] % cfg["SB"] == 0
-    # rounds 26 and 27: every workspace row on fp16 operands; 3 stages on the two-launch rows (round 28: and in the
-    # segment launches from 3000 tokens)
-    assert all(bool(cfg.get("f16")) == bool(cfg.get("ws")) for _, _, cfg in pk._LAUNCH_TABLE)
-    assert two["num_stages"] == two_t["num_stages"] == wide["num_stages"] == 3 and seg["num_stages"] == 2
+        cfg = pick(T, N)
+        assert D % cfg.BV == 0 and cfg.C % cfg.SB == 0
+    # 3 stages on the two-launch rows and in the segment launches from 3000 tokens
+    assert two.num_stages == two_t.num_stages == wide.num_stages == 3 and seg.num_stages == 2
+    # the recurrent ablation's own config
+    assert (lt.RECURRENT.C, lt.RECURRENT.BV, lt.RECURRENT.num_warps, lt.RECURRENT.num_stages) == (64, 16, 1, 1)
 
 
 @pytest.mark.parametrize("cu", [[0, 3, 20], [0, 17, 18, 40, 70]],
@@ -418,25 +403,25 @@ LONG_CASES = {   # name: (cu_seqlens, the launch-table row it must take)
 @pytest.mark.gpu
 @pytest.mark.parametrize("cu,row", list(LONG_CASES.values()), ids=list(LONG_CASES))
 def test_gpu_launch_table_on_contest_shapes(cu, row):
-    assert pk._pick(cu[-1], len(cu) - 1) is pk._LAUNCH_TABLE[row][2]
+    assert lt.pick(cu[-1], len(cu) - 1) is lt.LAUNCH_TABLE[row].config
     out_err, state_err = run_and_check(pk.kernel, cu, seed=7, out_atol=2e-3)
     print(f"\n{cu[-1]} tokens, {len(cu) - 1} seqs: output max abs err {out_err:.3g}, state {state_err:.3g}")
 
 
 @pytest.mark.gpu
-@pytest.mark.parametrize("row", ["_FUSED_WG_3STAGE_CFG", "_FUSED_WG_3STAGE_32_CFG", "_FUSED_WG_SPLIT_CFG",
-                                 "_FUSED_WG_CFG", "_SEG_WG_CFG", "_TWO_LAUNCH_WG_CFG", "_TWO_LAUNCH_WG32_CFG"])
+@pytest.mark.parametrize("row", ["FUSED_WG_3STAGE", "FUSED_WG_3STAGE_32", "FUSED_WG_SPLIT", "FUSED_WG", "SEG_WG",
+                                 "TWO_LAUNCH_WG", "TWO_LAUNCH_WG32"])
 def test_gpu_wgmma_rows(row, monkeypatch):
-    # rounds 30-32: Triton 3.6 miscompiled earlier chains on wgmma (round 13; r31: the BV32 chain with 1 stage made
-    # an illegal access), so every wgmma row is checked at its own config on shapes beside the table's, twice each;
+    # Triton 3.6 miscompiled earlier chains on wgmma (the BV32 chain with 1 stage made an illegal access), so every
+    # wgmma row is checked at its own config on shapes beside the table's, twice each;
     # then as a GPU without wgmma runs it (a B200): its "no_wgmma" config, whose last launch has fewer wgmma ops
-    cfg = getattr(pk, row)
+    cfg = getattr(lt, row)
     inputs = make_inputs([0, 300, 1400], 3)
     out, ns = torch.empty(1400, 8, 128, dtype=torch.bfloat16, device=DEVICE), torch.empty_like(inputs[3])
     wgmma_ops = []
     for wgmma in (True, False):
         if not wgmma:
-            monkeypatch.setattr(pk, "_has_wgmma", lambda device: False)
+            monkeypatch.setattr(pk, "has_wgmma", lambda device: False)
         for cu, seeds in (([0, 2107], (11, 12)), ([0, 1, 700, 1400], (11, 12)),
                           ([round(i * 2999 / 40) for i in range(41)], (11, 12)),
                           ([round(i * 8192 / 57) for i in range(58)], (11,))):
@@ -451,7 +436,7 @@ def test_gpu_wgmma_rows(row, monkeypatch):
 @pytest.mark.parametrize("bv,warps,fused", [(16, 4, False), (32, 4, False), (64, 8, False), (16, 4, True)])
 def test_gpu_transposed_chain(bv, warps, fused):
     # the transposed chain with production precisions (its state dots split the left operand)
-    cfg = dict(pk._TWO_LAUNCH_CFG, BV=bv, num_warps=warps, num_stages=2, trans=True, fused=fused)
+    cfg = replace(lt.TWO_LAUNCH, BV=bv, num_warps=warps, num_stages=2, trans=True, fused=fused)
     for cu in ([0, 2107], [round(i * 8192 / 57) for i in range(58)]):
         run_and_check(with_cfg(cfg), cu, seed=7, out_atol=2e-3)
 
@@ -462,7 +447,7 @@ def test_gpu_prep_variants(split, mma_v3):
     # the prep's knobs other than the table's (split on wgmma, covered by the launch-table tests), with
     # production precisions, on the table's wide row. Triton 3.6 miscompiled the chain with wgmma, so
     # each wgmma build is checked on its own.
-    cfg = dict(pk._TWO_LAUNCH_WIDE_CFG, prep_split=split, prep_mma_v3=mma_v3)
+    cfg = replace(lt.TWO_LAUNCH_WIDE, prep_split=split, prep_mma_v3=mma_v3)
     for cu in ([0, 2107], [round(i * 8192 / 57) for i in range(58)]):
         run_and_check(with_cfg(cfg), cu, seed=7, out_atol=2e-3)
 
@@ -473,55 +458,43 @@ def test_gpu_fused_prep_knobs(split, mma_v3):
     # the fused launch's prep role split into Tm and P tickets and / or on wgmma (the table's rows up to 1400
     # tokens take both; split alone is what a B200 runs, MMAv5 off; the chain role's dots stay mma.sync);
     # twice each, so the second call waits on fresh flags
-    fn = with_cfg(dict(pk._FUSED_CFG, prep_split=split, prep_mma_v3=mma_v3))
+    fn = with_cfg(replace(lt.FUSED, prep_split=split, prep_mma_v3=mma_v3))
     for cu in ([0, 2107], [round(i * 2999 / 40) for i in range(41)]):
         for seed in (11, 12):
             run_and_check(fn, cu, seed=seed, out_atol=2e-3)
 
 
 @pytest.mark.gpu
-@pytest.mark.parametrize("row", ["_FUSED_SPLIT_CFG", "_FUSED_CFG", "_TWO_LAUNCH_CFG", "_TWO_LAUNCH_T_CFG",
-                                 "_TWO_LAUNCH_WIDE_CFG"])
-def test_gpu_prefetch_and_rank_knobs(row):
-    # cfg "prefetch" and "lpt_ws" (the longest-first rank table from the first launch) on every workspace row;
-    # twice each
-    fn = with_cfg(dict(getattr(pk, row), prefetch=True, lpt_ws=True))
+@pytest.mark.parametrize("row", ["FUSED_SPLIT", "FUSED", "TWO_LAUNCH", "TWO_LAUNCH_T", "TWO_LAUNCH_WIDE"])
+def test_gpu_workspace_rows(row):
+    # the rows with a workspace (next chunk's loads a step early; the two-launch ones with N = 57 longest first from
+    # the rank table the prep launch writes); twice each
+    fn = with_cfg(getattr(lt, row))
     for cu in ([0, 5000, 5001, 8192], [0, 17, 18, 150, 300], [round(i * 8192 / 57) for i in range(58)]):
         for seed in (11, 12):
             run_and_check(fn, cu, seed=seed, out_atol=2e-3)
 
 
 @pytest.mark.gpu
-@pytest.mark.parametrize("row", ["_TWO_LAUNCH_CFG", "_TWO_LAUNCH_T_CFG"])
+@pytest.mark.parametrize("row", ["TWO_LAUNCH", "TWO_LAUNCH_T"])
 @pytest.mark.parametrize("segs", [4, 8])
 def test_gpu_segment_walk(row, segs):
     # cfg "segs" at contest lengths: a 5258-token sequence (82 chunks) with a short one, one 2107-token sequence,
-    # three sequences of which one ends in segment 0; the errors must not grow with the number of products;
-    # mixed slices of 32 columns in the first launch
-    fn = with_cfg(dict(getattr(pk, row), segs=segs, seg_bv=32, lpt=False))
+    # three sequences of which one ends in segment 0; the errors must not grow with the number of products
+    fn = with_cfg(replace(getattr(lt, row), segs=segs, lpt=False))
     for cu in ([0, 5258, 5709], [0, 2107], [0, 1300, 1301, 1400], [0, 0, 3000]):
         out_err, state_err = run_and_check(fn, cu, seed=11, out_atol=2e-3)
         print(f"\n{row} segs {segs} {cu}: output max abs err {out_err:.3g}, state {state_err:.3g}")
 
 
 @pytest.mark.gpu
-@pytest.mark.parametrize("row", ["_FUSED_CFG", "_TWO_LAUNCH_CFG", "_TWO_LAUNCH_WIDE_CFG"])
-def test_gpu_workspace_rows_without_f16(row):
-    # cfg "f16" off (bf16 hi + lo state dots, tf32 Tm, fp32 Tm and bf16 P workspaces, k and q read from the inputs):
-    # the workspace rows' path before round 26, still a knob of the sweeps
-    fn = with_cfg(dict(getattr(pk, row), f16=False))
-    for cu in ([0, 2107], [0, 17, 18, 150, 300], [round(i * 8192 / 57) for i in range(58)]):
-        run_and_check(fn, cu, seed=11, out_atol=2e-3)
-
-
-@pytest.mark.gpu
 @pytest.mark.parametrize("split", [False, True])
 def test_gpu_fused_f16_chains_wait_for_the_k_q_copies(split):
-    # cfg "f16" in the fused launch: an odd v-head's chain reads the k and q copies that the prep ticket of the
+    # the fused launch: an odd v-head's chain reads the k and q copies that the prep ticket of the
     # even v-head of its q/k head writes, so it must wait for that ticket's flags too (a harness pass at 0b460fc
     # failed 1592/3 without it). The workspaces are NaN before every call: a copy read before it is written
     # poisons the outputs.
-    fn = with_cfg(dict(pk._FUSED_CFG, prep_split=split, prep_mma_v3=split))
+    fn = with_cfg(replace(lt.FUSED, prep_split=split, prep_mma_v3=split))
     for cu in ([0, 1320, 1500, 1592], [round(i * 2999 / 40) for i in range(41)]):
         for seed in range(5):
             poison_workspaces(cu)
@@ -540,7 +513,7 @@ def test_gpu_fused_variant(cu):
     # the fused variant's roles really run concurrently here (the interpreter runs CTAs one by one);
     # twice, so the second call must wait for its own epoch's flags
     # the table's entry, BV = 32, and the untransposed chain role
-    for cfg in (pk._FUSED_CFG, dict(pk._FUSED_CFG, BV=32), dict(pk._FUSED_CFG, num_stages=3, trans=False)):
+    for cfg in (lt.FUSED, replace(lt.FUSED, BV=32), replace(lt.FUSED, num_stages=3, trans=False)):
         fn = with_cfg(cfg)
         for seed in (11, 12):
             run_and_check(fn, cu, seed=seed, out_atol=2e-3)

@@ -4,9 +4,9 @@ memory access on the H200). The launcher sets DISABLE_MMA_V3/V5 around its launc
 those knobs are what keeps wgmma out, for the one-launch config of the launch table, on sm_90 and sm_100;
 the fused launch, the transposed chain (the table's chain for N = 16..24) and the segment launches must build for
 both targets too.
-Those rows build as the table runs them (cfg "f16": fp16 workspaces and dot operands).
+Those rows build as the table runs them (the rows with a workspace: fp16 workspaces and dot operands).
 The prep of the two-launch rows and of the fused rows up to 1400 tokens is the exception: MMAv3 stays on for it
-(wgmma on sm_90 only, mma.sync on sm_100); so is every launch of the _wg rows (untransposed chains, rounds 30-32).
+(wgmma on sm_90 only, mma.sync on sm_100); so is every launch of the _wg rows (untransposed chains).
 Compiles run in a fresh process: the interpreter mode the CPU tests use must not leak into them."""
 import json
 import os
@@ -17,30 +17,32 @@ from pathlib import Path
 import pytest
 
 pytest.importorskip("triton")
-KERNEL = Path(__file__).resolve().parent.parent / "submission" / "gdn_prefill_qk4_v8_d128_k_last" / "solution" / \
-    "triton" / "kernel.py"
+ROOT = Path(__file__).resolve().parent.parent
 
 COMPILE = r"""
-import importlib.util, json, os, sys
+import json, os, sys
 import triton
 from triton.backends.compiler import GPUTarget
 from triton.compiler import ASTSource
-spec = importlib.util.spec_from_file_location("pk", sys.argv[1])
-pk = importlib.util.module_from_spec(spec); spec.loader.exec_module(pk)
+sys.path.insert(0, sys.argv[1])
+from tests.solutions import load_solution
+DEFINITION = "gdn_prefill_qk4_v8_d128_k_last"
+pk, lt = load_solution(DEFINITION), load_solution(DEFINITION, "launch_table")
+low, chunk = load_solution(DEFINITION, "lowering"), load_solution(DEFINITION, "chunk")
 arch, knobs = int(sys.argv[2]), sys.argv[3]
-for key, val in {"1": pk._MMA_ENV, "3": pk._MMA_V3_ENV}.get(knobs, {}).items():   # as _launch_env sets them
+for key, val in {"1": low.MMA_ENV, "3": low.MMA_V3_ENV}.get(knobs, {}).items():   # as launch_env sets them
     if val is not None:
         os.environ[key] = val
 # the _wg rows (untransposed chains on wgmma): "wg" the N >= 25 row's chain, "fused-wgrow" the fused N <= 2 row,
 # "seg2-wg" the 1401-2999-token segment row's last launch
 wg = sys.argv[4] in ("wg", "fused-wgrow", "seg2-wg")
-fused = sys.argv[4] in ("fused", "fused-wg", "fused-wgrow")   # fused-wg: prep_mma_v3 on the fused launch
+fused = sys.argv[4] in ("fused", "fused-wg", "fused-wgrow")   # fused-wg: cfg prep_mma_v3 on the fused launch
 trans = sys.argv[4] == "trans"      # the N = 16..24 row's chain launch (ALGO_CHUNK_WS_T, BV = 32)
-prep = sys.argv[4] == "prep"        # the two-launch rows' first launch (split, cfg "prep_mma_v3")
-phase = {"seg1": 1, "seg2": 2, "seg2-wg": 2}.get(sys.argv[4], 0)   # the segment rows' 2nd or 3rd launch (cfg "segs")
-cfg = (pk._FUSED_WG_3STAGE_CFG if wg else pk._FUSED_CFG) if fused else pk._TWO_LAUNCH_WIDE_CFG if trans or prep else \
-    (pk._SEG_WG_CFG if wg else pk._SEG_CFG) if phase else pk._TWO_LAUNCH_WG_CFG if wg else pk._ONE_LAUNCH_CFG
-assert not (fused or trans or phase or wg) or cfg["trans"] != wg    # transposed chains but in the _wg rows
+prep = sys.argv[4] == "prep"        # the two-launch rows' first launch (split, cfg prep_mma_v3)
+phase = {"seg1": 1, "seg2": 2, "seg2-wg": 2}.get(sys.argv[4], 0)   # the segment rows' 2nd or 3rd launch (cfg segs)
+cfg = (lt.FUSED_WG_3STAGE if wg else lt.FUSED) if fused else lt.TWO_LAUNCH_WIDE if trans or prep else \
+    (lt.SEG_WG if wg else lt.SEG) if phase else lt.TWO_LAUNCH_WG if wg else lt.ONE_LAUNCH
+assert not (fused or trans or phase or wg) or cfg.trans != wg    # transposed chains but in the _wg rows
 kern = pk._gdn_fused_kernel if fused else pk._gdn_prep_kernel if prep else pk._gdn_seg_kernel if phase else \
     pk._gdn_prefill_kernel
 types = {"q_ptr": "*bf16", "k_ptr": "*bf16", "v_ptr": "*bf16", "s_ptr": "*fp32", "alog_ptr": "*fp32",
@@ -48,20 +50,17 @@ types = {"q_ptr": "*bf16", "k_ptr": "*bf16", "v_ptr": "*bf16", "s_ptr": "*fp32",
          "ns_ptr": "*fp32", "ws_ptr": "*fp32", "wp_ptr": "*bf16", "scale": "fp32", "N": "i32",
          "sync_ptr": "*i32", "perm_ptr": "*i32", "NPREP": "i32", "NVB": "i32", "e_ptr": "*fp32", "x_ptr": "*fp32",
          "h_ptr": "*fp32"}
-C, SB = cfg["C"], min(cfg.get("SB", 16), cfg["C"])
+C, SB = cfg.C, min(cfg.SB, cfg.C)
 chain_algo = pk.ALGO_CHUNK_WS if wg else pk.ALGO_CHUNK_WS_T
 cst = dict(NP2=2, LPT=False, CHAIN_ALGO=chain_algo,
-           ALGO=chain_algo if trans or phase or wg else pk.ALGO_CHUNK, SPLIT=cfg.get("prep_split", False),
-           MMA_V3=cfg.get("prep_mma_v3", False) or sys.argv[4] == "fused-wg",
-           WS_P=fused or trans or prep or bool(phase) or wg,
-           C=C, BV=cfg["seg_bv"] if phase == 1 else cfg["BV"], SB=SB, PHASE=phase, NSEG=cfg.get("segs"),
-           PREC_C=pk.P_TF32X3,
-           LOG2NB=(C // SB).bit_length() - 1, SCAN=0, HAS_STATE=True, PREC_QK=pk.P_BF16, PREC_T=pk.P_TF32,
-           PREC_S=pk.P_BF16X2, PREC_Q=pk.P_BF16, PREC_O=pk.P_BF16, NHV=8, NHK=4, DK=128, INTERP=False,
-           PF=bool(cfg.get("prefetch")), RANK=False)
-if cfg.get("f16") and cst["WS_P"]:     # as _launch on a GPU: fp16 workspaces, every dot but K K^T and Q K^T fp16
+           ALGO=chain_algo if trans or phase or wg else pk.ALGO_CHUNK, SPLIT=cfg.prep_split,
+           MMA_V3=cfg.prep_mma_v3 or sys.argv[4] == "fused-wg",
+           C=C, BV=cfg.BV, SB=SB, PHASE=phase, NSEG=cfg.segs, PREC_C=chunk.P_TF32X3,
+           HAS_STATE=True, PREC_QK=chunk.P_BF16, PREC_T=chunk.P_TF32, PREC_S=chunk.P_BF16X2, PREC_Q=chunk.P_BF16,
+           PREC_O=chunk.P_BF16, INTERP=False, RANK=False)
+if cfg.ws:     # as _launch on a GPU: fp16 workspaces, every dot but K K^T and Q K^T fp16
     types.update(ws_ptr="*fp16", wp_ptr="*fp16")
-    cst.update(PREC_T=pk.P_FP16, PREC_S=pk.P_FP16, PREC_Q=pk.P_FP16, PREC_O=pk.P_FP16)
+    cst.update(PREC_T=chunk.P_FP16, PREC_S=chunk.P_FP16, PREC_Q=chunk.P_FP16, PREC_O=chunk.P_FP16)
 names = kern.arg_names
 cst = {k: v for k, v in cst.items() if k in names}
 assert set(names) <= set(types) | set(cst), sorted(set(names) - set(types) - set(cst))
@@ -69,8 +68,7 @@ sig = {name: "constexpr" if name in cst else types[name] for name in names}
 attrs = {(i,): [["tt.divisibility", 16]] for i, name in enumerate(names) if name.endswith("_ptr")}
 ck = triton.compile(ASTSource(kern, sig, constexprs=cst, attrs=attrs),
                     target=GPUTarget("cuda", arch, 32),
-                    options=dict(num_warps=cfg.get("prep_warps", 4) if prep else cfg["num_warps"],
-                                 num_stages=1 if prep else cfg["num_stages"]))
+                    options=dict(num_warps=4 if prep else cfg.num_warps, num_stages=1 if prep else cfg.num_stages))
 ptx = ck.asm["ptx"]
 print(json.dumps({"wgmma": "wgmma" in ptx, "mma_sync": "mma.sync" in ptx, "tcgen05": "tcgen05.mma" in ptx,
                   "atomics": "atom." in ptx}))
@@ -78,10 +76,10 @@ print(json.dumps({"wgmma": "wgmma" in ptx, "mma_sync": "mma.sync" in ptx, "tcgen
 
 
 def _lowering(arch, knobs, tmp_path, kernel="one"):
-    """knobs: True = the launcher's _MMA_ENV, False = none, "3" = _MMA_V3_ENV (cfg prep_mma_v3)."""
+    """knobs: True = the launcher's MMA_ENV, False = none, "3" = MMA_V3_ENV (cfg prep_mma_v3)."""
     env = {k: v for k, v in os.environ.items() if k not in ("TRITON_INTERPRET", "DISABLE_MMA_V3", "DISABLE_MMA_V5")}
     env["TRITON_CACHE_DIR"] = str(tmp_path / "triton-cache")
-    out = subprocess.run([sys.executable, "-c", COMPILE, str(KERNEL), str(arch), {True: "1", False: "0"}.get(knobs, knobs), kernel], env=env,
+    out = subprocess.run([sys.executable, "-c", COMPILE, str(ROOT), str(arch), {True: "1", False: "0"}.get(knobs, knobs), kernel], env=env,
                          capture_output=True, text=True, timeout=600)
     assert out.returncode == 0, out.stderr[-3000:]
     return json.loads(out.stdout.strip().splitlines()[-1])
@@ -115,7 +113,7 @@ def test_without_the_knobs_hopper_gets_wgmma(tmp_path):
 @pytest.mark.parametrize("arch", [90, 100])
 @pytest.mark.parametrize("phase", ["seg1", "seg2"])
 def test_segment_launches_compile_with_mma_sync(arch, phase, tmp_path):
-    # the segment rows' two walking launches (cfg "segs", the launcher's _MMA_ENV) build for both targets
+    # the segment rows' two walking launches (cfg segs, the launcher's MMA_ENV) build for both targets
     assert _lowering(arch, True, tmp_path, phase) == {"wgmma": False, "mma_sync": True, "tcgen05": False,
                                                       "atomics": False}
 
@@ -139,7 +137,7 @@ def test_fused_prep_role_on_mma_v3_keeps_the_chain_role_on_mma_sync(arch, tmp_pa
 @pytest.mark.parametrize("arch", [90, 100])
 @pytest.mark.parametrize("kind", ["wg", "fused-wgrow", "seg2-wg"])
 def test_wg_rows_get_wgmma_on_hopper_only(arch, kind, tmp_path):
-    # the _wg rows (rounds 30-32) compile with MMAv3 on (cfg "chain_mma_v3", or "prep_mma_v3" for the fused launch):
+    # the _wg rows compile with MMAv3 on (cfg "chain_mma_v3", or "prep_mma_v3" for the fused launch):
     # their untransposed chains' dots become wgmma on sm_90; a B200 runs their "no_wgmma" configs, but these build
     # there too, as mma.sync (MMAv5 stays off)
     got = _lowering(arch, "3", tmp_path, kind)

@@ -1,0 +1,125 @@
+"""The launch table: which launch structure and tile shapes run a call of T tokens in N sequences.
+
+Keyed on host-known quantities only (T = total tokens, N = sequences: the longest sequence is not known without a
+host sync); rows are scanned in order, the first match wins. Every row was chosen on H200 (132 SMs) timings of the
+100 contest shapes and checked against a float64 reference (official rule, 0 failing elements; output and state max
+abs error ~1e-3 up to T = 8192, N = 57 and a 5258-token sequence). The reason for each row, its figures and the
+candidates that lost are in docs/kernels/prefill.md.
+  T <= 16: one launch, C = 16 (SB = 8): T bounds the longest sequence, so every sequence is one 16-token chunk
+  T < 180: one launch, C = 32, BV = 32 (measured faster than the fused launch below ~180 tokens), except
+            N = 1 from 33 tokens and N = 2 from 65 tokens: fused, below
+  180 <= T < 3000: fused (BV = 16, or 32 for N = 3; 3 stages up to 1400 tokens with N <= 3, else 2; up to 1400
+            tokens its prep role is split into Tm and P tickets), except N <= 2 from 1401 tokens: segments
+  N <= 2 from 1401 tokens: the prep, then each sequence cut into 3 segments (2 stages; 3 from 3000 tokens)
+  T >= 3000: two launches (the prep, split into Tm and P CTAs on wgmma, then the chain): BV = 16, untransposed,
+            3 stages, longest first (N <= 4: few sequences, so more V slices), BV = 32 on wgmma (N = 5..15), the
+            transposed BV = 32 with 3 stages (N = 16..24), or BV = 64 on wgmma (N >= 25: at N = 20 its 320 CTAs
+            would be 1.2 waves of the 264 that fit at once)
+  on an sm_90 GPU (_wg): the fused rows, the N <= 2 segment row below 3000 tokens and the N = 5..15 and N >= 25
+            two-launch rows run the chain untransposed on wgmma, 2 stages; off sm_90 each runs the config it
+            replaced (no_wgmma)
+B200 (148 SMs, sm_100a): UNMEASURED. The thresholds, the V splits and the segment count (3: its first launch has 24
+CTAs per head and sequence, 192 for one sequence, within the 264 that fit at once on 132 SMs; 148 SMs fit 296) come
+from H200 timings only; every row is correct on any GPU (same code, mma.sync path), with two differences: the prep
+of the two-launch rows and of the fused rows up to 1400 tokens is wgmma on the H200 and mma.sync on a B200 (MMAv5
+stays off); and the rows built by _wg run their no_wgmma config there (the H200 table's mma.sync configs), since
+their untransposed chains were tuned for wgmma only (at BV64 on mma.sync the chain spills). Those mma.sync builds
+passed their GPU tests on the H200, and the fp16 builds for sm_100 (chain, fused, segment and prep kernels) compile
+offline without spills.
+"""
+from dataclasses import dataclass, replace
+from typing import Optional
+
+# From this many sequences on, CTAs take sequences longest first (chain._longest_first): with several waves of CTAs
+# the longest chains then no longer start last, but ranking costs every CTA's prologue time that short calls pay;
+# every contest workload with N >= 8 has T >= 3999.
+LPT_MIN_N = 8
+
+
+@dataclass(frozen=True)
+class LaunchConfig:
+    """One launch configuration. Without ws, one launch: each chain CTA computes Tm and P of its chunks itself.
+    With ws, the prep computes Tm and P of every (chunk, head) into fp16 workspaces (with fp16 copies of k and q
+    and the gate vectors), and every dot but K K^T and Q K^T takes fp16 operands."""
+    C: int                          # tokens per chunk
+    BV: int                         # value columns per chain CTA (its state slice is [128, BV])
+    SB: int = 16                    # diagonal block size of the Tm inverse (C // SB blocks, merged by doubling)
+    num_warps: int = 4
+    num_stages: int = 2
+    ws: bool = False                # the prep first (its own launch, or a role of the fused one), then the chain
+    fused: bool = False             # (ws) the prep and the chain as two roles of one launch
+    prep_split: bool = False        # (ws) Tm and P of a (chunk, head) by separate CTAs (or tickets)
+    prep_mma_v3: bool = False       # (ws) the prep's dots on Hopper wgmma (with fused: the whole launch's)
+    chain_mma_v3: bool = False      # the chain (or segment) launches' dots on Hopper wgmma
+    trans: bool = False             # (ws) the chain holds its state slice transposed, [BV, 128]
+    segs: int = 0                   # (ws, not fused) each sequence cut into this many segments (two launches)
+    lpt: Optional[bool] = None      # sequences longest first; None: from LPT_MIN_N sequences
+    no_wgmma: Optional["LaunchConfig"] = None   # what a GPU without wgmma runs instead (the rows built by _wg)
+
+
+@dataclass(frozen=True)
+class Row:
+    """A row of the table: config takes the calls with T <= max_t and N <= max_n (None: no bound)."""
+    max_t: Optional[int]
+    max_n: Optional[int]
+    config: LaunchConfig
+
+
+def _wg(cfg, **change):
+    """cfg with `change`: an untransposed chain whose dots lower to Hopper wgmma. Off sm_90 (no wgmma; a B200 would
+    lower the same source to mma.sync, untuned there) the launcher runs cfg itself (no_wgmma)."""
+    return replace(cfg, trans=False, **change, no_wgmma=cfg)
+
+
+ONE_LAUNCH = LaunchConfig(C=32, BV=32, SB=16, num_warps=4, num_stages=2)
+ONE_LAUNCH_C16 = replace(ONE_LAUNCH, C=16, SB=8)
+TWO_LAUNCH = LaunchConfig(C=64, BV=16, SB=16, num_warps=4, num_stages=3, ws=True, prep_split=True, prep_mma_v3=True)
+TWO_LAUNCH_T = replace(TWO_LAUNCH, trans=True)
+TWO_LAUNCH_WIDE = replace(TWO_LAUNCH_T, BV=32)
+TWO_LAUNCH_LPT = replace(TWO_LAUNCH, lpt=True)         # longest first below LPT_MIN_N too
+FUSED = LaunchConfig(C=64, BV=16, SB=16, num_warps=4, num_stages=2, ws=True, fused=True, trans=True)
+# up to 1400 tokens the fused launch's prep role is split into Tm and P tickets on wgmma
+FUSED_SPLIT = replace(FUSED, prep_split=True, prep_mma_v3=True)
+FUSED_3STAGE_SPLIT = replace(FUSED_SPLIT, num_stages=3)
+# each sequence in 3 segments walked by two launches after the prep (segments._gdn_seg_kernel); segments take
+# sequences in index order (the launcher ranks none for them)
+SEG = replace(TWO_LAUNCH_T, num_stages=2, segs=3)
+SEG_3STAGE = replace(SEG, num_stages=3)                # from 3000 tokens
+# The fused launch compiles its two roles as one kernel, so prep_mma_v3 puts the chain role's dots on wgmma too
+# (untransposed: C = 64 rows, enough for wgmma; the transposed chain's BV rows are not).
+FUSED_WG_3STAGE = _wg(FUSED_3STAGE_SPLIT)
+FUSED_WG_3STAGE_32 = _wg(FUSED_3STAGE_SPLIT, BV=32)
+FUSED_WG_SPLIT = _wg(FUSED_SPLIT)
+FUSED_WG = _wg(FUSED, prep_mma_v3=True)
+SEG_WG = _wg(SEG, chain_mma_v3=True)
+TWO_LAUNCH_WG = _wg(TWO_LAUNCH_WIDE, BV=64, num_stages=2, chain_mma_v3=True)
+TWO_LAUNCH_WG32 = _wg(TWO_LAUNCH_T, BV=32, num_stages=2, chain_mma_v3=True)     # N = 5..15
+
+LAUNCH_TABLE = (
+    Row(16, None, ONE_LAUNCH_C16),
+    Row(32, None, ONE_LAUNCH),
+    Row(1400, 1, FUSED_WG_3STAGE),
+    Row(64, None, ONE_LAUNCH),
+    Row(1400, 2, FUSED_WG_3STAGE),
+    Row(179, None, ONE_LAUNCH),
+    Row(1400, 3, FUSED_WG_3STAGE_32),
+    Row(1400, None, FUSED_WG_SPLIT),
+    Row(2999, 2, SEG_WG),
+    Row(2999, None, FUSED_WG),
+    Row(None, 2, SEG_3STAGE),
+    Row(None, 4, TWO_LAUNCH_LPT),
+    Row(None, 15, TWO_LAUNCH_WG32),
+    Row(None, 24, TWO_LAUNCH_WIDE),
+    Row(None, None, TWO_LAUNCH_WG),
+)
+
+# the ablation's own best launch config (same kernel, grid formula and dispatch; of BV in {16, 32} x warps in
+# {1, 2, 4} timed on the H200, BV=16 with one warp per CTA was fastest)
+RECURRENT = LaunchConfig(C=64, BV=16, num_warps=1, num_stages=1)
+
+
+def pick(T, N, table=LAUNCH_TABLE):
+    """The config of the first row of `table` that takes T tokens in N sequences; the last row has no bounds, so
+    some row always matches."""
+    return next(row.config for row in table
+                if (row.max_t is None or T <= row.max_t) and (row.max_n is None or N <= row.max_n))

@@ -1,0 +1,105 @@
+"""The prep: Tm and P of every (chunk, head), all chunks in parallel, into the workspaces (workspace.py) that the
+chain then reads; the first launch of the two-launch and segment rows, and the prep role of the fused launch."""
+import triton
+import triton.language as tl
+
+from .chunk import _chunk_p, _chunk_tm
+from .gates import _chunk_gates, _gate_vectors
+from .shapes import DK, NHK, NHV
+from .workspace import _g_off, _kq_off, _wp_off, _ws_off
+
+
+@triton.jit
+def _rank_sequence(p, cu_ptr, perm_ptr, N, NP2: tl.constexpr):
+    """cfg "lpt" (the two-launch rows): sequence p's rank r in chain._longest_first's order, stored as row r of perm
+    (n, bos, eos, 0), so each chain CTA reads its sequence and bounds in one round trip instead of ranking all N
+    sequences itself."""
+    i = tl.arange(0, NP2)
+    m = i < N
+    ln = tl.where(m, tl.load(cu_ptr + i + 1, mask=m, other=0) - tl.load(cu_ptr + i, mask=m, other=0), -1)
+    bos = tl.load(cu_ptr + p)
+    eos = tl.load(cu_ptr + p + 1)
+    mine = eos - bos
+    rank = tl.sum(((ln > mine) | ((ln == mine) & (i < p))).to(tl.int32), axis=0)
+    tl.store(perm_ptr + rank * 4, p)
+    tl.store(perm_ptr + rank * 4 + 1, bos.to(tl.int32))
+    tl.store(perm_ptr + rank * 4 + 2, eos.to(tl.int32))
+
+
+@triton.jit
+def _prep_slot(slot, h, io, hp, cu_ptr, N, DO_TM: tl.constexpr, DO_P: tl.constexpr, C: tl.constexpr,
+               SB: tl.constexpr, NP2: tl.constexpr, PREC):
+    """Tm (if DO_TM) and P (if DO_P) of workspace slot `slot`, head h, with the fp16 copies of the chunk's k (with
+    Tm) and q (with P) and its gate block (with Tm). io = (q_ptr, k_ptr, a_ptr, b_ptr, ws_ptr, wp_ptr), hp =
+    (alog_ptr, dtb_ptr), PREC = (PREC_QK, PREC_T).
+
+    P reloads k and the gates rather than reusing Tm's, so its live range does not overlap Tm's:
+    offline ptxas (sm_90, C=64, 4 warps) gives 255 registers and no spills, against 184 B of spills
+    when P reused them.
+    """
+    q_ptr, k_ptr, a_ptr, b_ptr, ws_ptr, wp_ptr = io
+    alog_ptr, dtb_ptr = hp
+    hq = h // (NHV // NHK)
+    m = tl.arange(0, NP2)
+    cu_m = tl.load(cu_ptr + m, mask=m < N, other=0).to(tl.int32)
+    first = cu_m // C + m
+    n = tl.sum(((first <= slot) & (m < N)).to(tl.int32), axis=0) - 1
+    bos = tl.load(cu_ptr + n).to(tl.int32)
+    eos = tl.load(cu_ptr + n + 1).to(tl.int32)
+    c0 = bos + (slot - (bos // C + n)) * C
+    if c0 < eos:
+        alog = tl.load(alog_ptr + h).to(tl.float32)
+        dtb = tl.load(dtb_ptr + h).to(tl.float32)
+        r = tl.arange(0, C)
+        kx = tl.arange(0, DK)
+        tok = c0 + r
+        valid = tok < eos
+        qk_off = tok[:, None] * (NHK * DK) + hq * DK + kx[None, :]
+        if DO_TM:
+            k = tl.load(k_ptr + qk_off, mask=valid[:, None], other=0.0)
+            lg, beta = _chunk_gates(a_ptr, b_ptr, tok, valid, h, alog, dtb)
+            G = tl.cumsum(lg, axis=0)
+            Tm = _chunk_tm(k, G, beta, C, SB, PREC[0], PREC[1])
+            tl.store(ws_ptr + _ws_off(slot, h, C), Tm.to(ws_ptr.dtype.element_ty))
+            if h % (NHV // NHK) == 0:   # one copy per q/k head
+                tl.store(wp_ptr + _kq_off(slot, hq, C), k.to(tl.float16))
+            gam, dec, egC = _gate_vectors(G)
+            gp = wp_ptr.to(tl.pointer_type(tl.float32)) + _g_off(slot, h, C)
+            tl.store(gp + r, gam)
+            tl.store(gp + C + r, beta)
+            tl.store(gp + 2 * C + r, dec)
+        if DO_P:
+            k = tl.load(k_ptr + qk_off, mask=valid[:, None], other=0.0)
+            lg, beta = _chunk_gates(a_ptr, b_ptr, tok, valid, h, alog, dtb)
+            q = tl.load(q_ptr + qk_off, mask=valid[:, None], other=0.0)
+            P = _chunk_p(q, k, tl.cumsum(lg, axis=0), C, PREC[0])
+            tl.store(wp_ptr + _wp_off(slot, h, C), P.to(wp_ptr.dtype.element_ty))
+            if h % (NHV // NHK) == 0:
+                tl.store(wp_ptr + _kq_off(slot, hq, C) + C * DK, q.to(tl.float16))
+
+
+@triton.jit
+def _gdn_prep_kernel(
+    q_ptr, k_ptr, alog_ptr, a_ptr, dtb_ptr, b_ptr, cu_ptr, ws_ptr, wp_ptr, perm_ptr, N,
+    C: tl.constexpr, SB: tl.constexpr, NP2: tl.constexpr, PREC_QK: tl.constexpr, PREC_T: tl.constexpr,
+    SPLIT: tl.constexpr, MMA_V3: tl.constexpr = False, RANK: tl.constexpr = False,
+):
+    """The prep launch: Tm and P of every (chunk, head), grid (slots, HV, 1); with SPLIT (cfg "prep_split") grid
+    (slots, HV, 2): Tm and P in separate CTAs, each path with fewer live registers. MMA_V3 (cfg "prep_mma_v3") is
+    not read: it only keys Triton's in-process kernel cache, which ignores the env knobs that pick the lowering
+    (lowering.launch_env). RANK (cfg "lpt"): the CTAs (p < N, 0, 0) also write sequence p's row of the
+    longest-first table (_rank_sequence) that the chain launch reads."""
+    io = (q_ptr, k_ptr, a_ptr, b_ptr, ws_ptr, wp_ptr)
+    if RANK:
+        if (tl.program_id(0) < N) & (tl.program_id(1) == 0) & (tl.program_id(2) == 0):
+            _rank_sequence(tl.program_id(0), cu_ptr, perm_ptr, N, NP2)
+    if SPLIT:
+        if tl.program_id(2) == 0:
+            _prep_slot(tl.program_id(0), tl.program_id(1), io, (alog_ptr, dtb_ptr), cu_ptr, N, True, False, C, SB,
+                       NP2, (PREC_QK, PREC_T))
+        else:
+            _prep_slot(tl.program_id(0), tl.program_id(1), io, (alog_ptr, dtb_ptr), cu_ptr, N, False, True, C, SB,
+                       NP2, (PREC_QK, PREC_T))
+    else:
+        _prep_slot(tl.program_id(0), tl.program_id(1), io, (alog_ptr, dtb_ptr), cu_ptr, N, True, True, C, SB, NP2,
+                   (PREC_QK, PREC_T))
