@@ -87,6 +87,8 @@ def evaluate(dataset, definition, workloads, solutions, opts, stats=None):
                    disable=not opts.show_progress, leave=True, mininterval=0.1 if tty else 30.0, ascii=not tty)
         late = unprofiled_workloads(out_dir, solutions, definition) if opts.resume and opts.profile_baseline else set()
         with ChildPool(opts.isolation, opts.device, opts.timeout, opts.prestart) as runner:
+            runner.start_workers([s.name for s in solutions if s.name not in rejected
+                                  and any((s.name, w.uuid) not in done for w in workloads)])
             ref_spent, ref_skipped = _loop(dataset, definition, workloads, solutions, opts, done, cache, runner,
                                            cache_dir, prepared, bar, results, ref_timing_label, late, rejected)
         bar.close()

@@ -13,9 +13,10 @@ Modes:
   nobody's clock), and it still has to have been ready within READY_LIMIT_S of its own start.
 - "worker": one persistent child per solution, restarted after a crash. The clock starts when the job
   is sent, as in FIB's persistent runner (persistent_runner.py: poll(timeout_seconds) after the send):
-  a child serves many pairs, so there is no per-pair start to count from. A solution's first job is
-  sent as its child starts and waits in the pipe, so that pair's clock does include the start-up;
-  there is no separate ready limit.
+  a child serves many pairs, so there is no per-pair start to count from. The loop starts every
+  solution's child side by side before the first pair and waits for them (start_workers); a child
+  restarted after a crash starts on its next pair's clock (its job waits in the pipe). There is no
+  separate ready limit.
 - "none": in this process, for debugging only (no timeout; a crash ends the run).
 
 A crash of the child (segfault, CUDA illegal access, os._exit) becomes RUNTIME_ERROR "Worker process
@@ -36,6 +37,7 @@ LOG_LIMIT = 5 * 1024 * 1024  # bytes of child output kept in a trace log: the he
 READY_LIMIT_S = 30.0         # process mode: a child must report ready this long after its start (FIB: 30 s)
 NOT_READY = "Worker failed to start within {:g} seconds"  # the official TIMEOUT message (30 s)
 READY = "READY"              # the child's first message, once its start-up is done
+WORKERS_READY_S = 120.0      # worker mode: how long the loop waits for the children it starts side by side
 # Tests only: "module:function", called in the child just before it reports ready, to slow or observe a
 # child's start on the CPU (tests/test_official_isolation.py). Never set in real runs.
 STARTUP_HOOK_ENV = "GDN_HARNESS_CHILD_STARTUP_HOOK"
@@ -191,6 +193,17 @@ class ChildPool:
 
     def _new_child(self):
         return _Child(self.ctx, self.device, self.mode == "process", self.log_dir)
+
+    def start_workers(self, names):
+        """Worker mode: start the children of these solutions now, side by side (each start imports torch and
+        makes a CUDA context: seconds), instead of one after another at each solution's first pair, and wait
+        until they are ready (at most WORKERS_READY_S). Nothing is timed yet when the loop calls this."""
+        if self.mode != "worker":
+            return
+        started = [self.workers.setdefault(name, self._new_child()) for name in names if name not in self.workers]
+        deadline = time.monotonic() + WORKERS_READY_S   # then a pair's clock takes what is left of a start
+        for child in started:
+            child.wait_ready(deadline)
 
     def run(self, job):
         if self.mode == "none":
