@@ -124,10 +124,11 @@ class RayRunner:
         pair, wall_s = slot.pair, time.monotonic() - slot.sent
         try:
             ran = Ran(*self.ray.get(slot.future), slot.host, slot.where)
-        except self.ray.exceptions.RayActorError as exc:  # the actor's process ended (killed, OOM, its node lost)
+        except self.ray.exceptions.RayActorError as exc:  # its process ended (killed, OOM, node lost) or is unreachable
             ran = Ran({"status": Status.RUNTIME_ERROR.value, "message": f"{CRASHED} (its Ray actor died)"},
                       f"[harness] the Ray actor on {slot.where} died: {str(exc)[:LOG_CHARS]}", wall_s, slot.host,
                       slot.where)
+            self.ray.kill(slot.actor)   # one only unreachable may still run: no two actors share a GPU
             self._start(slot)
         slot.pair = slot.future = None
         self._record(pair, ran)
