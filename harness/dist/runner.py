@@ -46,6 +46,8 @@ class Slot:
 
 
 class RayRunner:
+    """The runner of harness/eval/runners.py for --ray: submit() queues a pair, results are recorded as they come."""
+
     def __init__(self, opts, recorder):
         self.opts, self.recorder = opts, recorder
         self.ray = connect(opts.ray)
