@@ -73,6 +73,7 @@ def _selection_options(p):
 
 def add_run_options(p):
     """The options of every evaluating subcommand: one name, one meaning, one default."""
+    from harness.dist.cluster import LOCAL
     _selection_options(p)
     p.add_argument("--device", default=None, help="cuda or cpu (default: cuda if one is visible)")
     p.add_argument("--isolation", choices=["worker", "process", "none"], default="worker",
@@ -117,7 +118,7 @@ def add_run_options(p):
                    help="fail (INCORRECT_NUMERICAL) a solution that is wrong on fresh inputs after timing")
     p.add_argument("--exit-zero", action="store_true",
                    help="exit 0 even when pairs are not PASSED (default: exit 1; for scripts)")
-    p.add_argument("--ray", nargs="?", const="local", default=None, metavar="ADDRESS",
+    p.add_argument("--ray", nargs="?", const=LOCAL, default=None, metavar="ADDRESS",
                    help="run the pairs on Ray actors, one per GPU (pip install '.[ray]'): alone, a new local instance "
                         "(every GPU of this host); 'auto', the cluster `ray start` made on this host; host:port, a "
                         "cluster's head")
