@@ -6,6 +6,7 @@ import os
 import signal
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 from pathlib import Path
@@ -154,6 +155,8 @@ def test_a_dead_actor_fails_its_pair_only(cluster, tmp_path, how):
     assert "Ray actor" in bad.log
     assert {ev.status.value for ev in status.values()} == {"PASSED"} and len(status) == 5
     _one_trace_per_pair(out, definition, sols, workloads)
+    if mark.exists():   # the actors left removed the killed one's payload copies
+        assert not list(Path(tempfile.gettempdir()).glob(f"gdn-ray-payloads-{mark.read_text().split()[0]}-*"))
 
 
 def test_a_hung_actor_times_out(cluster, tmp_path):

@@ -5,6 +5,7 @@ import dataclasses
 import os
 import shutil
 import tempfile
+from pathlib import Path
 
 import ray
 
@@ -12,11 +13,34 @@ from harness.eval.record import host_of
 from harness.eval.runners import pool_of, run_timed
 
 
+COPIES = "gdn-ray-payloads-"   # + the actor's pid: the folder of its payload copies
+
+
+def _alive(pid):
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:   # another user's process
+        pass
+    return True
+
+
+def clear_dead_copies():
+    """Remove the payload copies of this host's actors that were killed (a killed actor cannot clean up after
+    itself)."""
+    for folder in Path(tempfile.gettempdir()).glob(f"{COPIES}*-*"):
+        pid = folder.name[len(COPIES):].split("-")[0]
+        if pid.isdigit() and not _alive(int(pid)):
+            shutil.rmtree(folder, ignore_errors=True)
+
+
 @ray.remote(max_restarts=0, max_concurrency=1)  # the driver replaces a dead actor and writes its pair's trace
 class PairActor:
     def __init__(self, opts):
         self.device, self.pool = opts.device, pool_of(opts)
-        self.dir = tempfile.mkdtemp(prefix="gdn-ray-payloads-")
+        clear_dead_copies()
+        self.dir = tempfile.mkdtemp(prefix=f"{COPIES}{os.getpid()}-")
         self.files = {}   # payload key -> its local file
 
     def ready(self):
@@ -42,3 +66,4 @@ class PairActor:
     def close(self):
         self.pool.close()
         shutil.rmtree(self.dir, ignore_errors=True)
+        clear_dead_copies()   # again: an actor killed just before this one started may not have been reaped then
