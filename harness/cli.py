@@ -73,6 +73,7 @@ def _selection_options(p):
 
 def add_run_options(p):
     """The options of every evaluating subcommand: one name, one meaning, one default."""
+    from harness.dist.cluster import LOCAL
     _selection_options(p)
     p.add_argument("--device", default=None, help="cuda or cpu (default: cuda if one is visible)")
     p.add_argument("--isolation", choices=["worker", "process", "none"], default="worker",
@@ -117,6 +118,12 @@ def add_run_options(p):
                    help="fail (INCORRECT_NUMERICAL) a solution that is wrong on fresh inputs after timing")
     p.add_argument("--exit-zero", action="store_true",
                    help="exit 0 even when pairs are not PASSED (default: exit 1; for scripts)")
+    p.add_argument("--ray", nargs="?", const=LOCAL, default=None, metavar="ADDRESS",
+                   help="run the pairs on Ray actors, one per GPU (pip install '.[ray]'): alone, a new local instance "
+                        "(every GPU of this host); 'auto', the cluster `ray start` made on this host; host:port, a "
+                        "cluster's head")
+    p.add_argument("--ray-actors", type=positive_int, default=None, metavar="N",
+                   help="--ray: N actors (default: one per GPU of the cluster; 1 with --device cpu)")
 
 
 def _solution_option(p, required=True):
@@ -143,11 +150,6 @@ def build_parser():
     p.add_argument("--peers", action="store_true", help="also the other authors' solutions in the dataset (FLA)")
     p.add_argument("--no-extras", action="store_true", help="only ours and the baseline (not the prefill ablation)")
     p.add_argument("--no-report", action="store_true", help="write no report/ and compare/")
-    from harness.eval.shard import parse_shard
-    p.add_argument("--gpus", type=positive_int, default=1, metavar="N",
-                   help="spread the workloads over the first N visible GPUs of this host, one child each")
-    p.add_argument("--shard", type=parse_shard, default=None, metavar="K/N",
-                   help="evaluate only share K of N of the selected workloads (what --gpus gives each child)")
     p.set_defaults(func=cmd_full, default_out=None)
     p = sub.add_parser("bench", help="the harness benchmark: ours + baseline in a fresh folder, wall time")
     _selection_options(p)
@@ -217,6 +219,17 @@ def _plans(dataset, args):
     return plans
 
 
+def ray_options(args):
+    """RayOptions from --ray/--ray-actors (None without --ray); Ray must be installed (else exit 2, saying how)."""
+    if args.ray is None:
+        if args.ray_actors is not None:
+            raise DataError("--ray-actors", "needs --ray")
+        return None
+    from harness.dist.cluster import RayOptions, require_ray
+    require_ray()
+    return RayOptions(args.ray, args.ray_actors)
+
+
 def run_options(args, device, definition, out):
     """EvalOptions for one definition from the shared options."""
     from harness.build.builders import CACHE_ROOT
@@ -241,7 +254,7 @@ def run_options(args, device, definition, out):
         prestart=args.prestart, reference_cache=Path(out) / "reference_latency.json",
         reference_budget_s=args.reference_budget,
         payload_cache=CACHE_ROOT / "payloads" if args.reference_output_cache else None,
-        prepare_jobs=args.prepare_jobs or (1 if cpu else default_prepare_jobs()))
+        prepare_jobs=args.prepare_jobs or (1 if cpu else default_prepare_jobs()), ray=ray_options(args))
 
 
 def _evaluate_plans(args):
@@ -347,7 +360,7 @@ def cmd_package(args):
 def main(argv=None):
     argv = sys.argv[1:] if argv is None else list(argv)
     args = build_parser().parse_args(argv)
-    args.argv = argv[1:]   # after the subcommand: what a --gpus child is handed
+    args.argv = argv[1:]   # after the subcommand: what runs.jsonl records
     try:
         return args.func(args)
     except DataError as exc:

@@ -93,26 +93,20 @@ def _solutions(dataset, definition, args, missing):
 
 
 def run_full(args, argv):
-    """The full pass; `argv`: the subcommand's own arguments (what a --gpus child is handed)."""
+    """The full pass; `argv`: the subcommand's own arguments (recorded in runs.jsonl)."""
     from harness.cli import exit_status, run_options, select_workloads
-    from harness.build.builders import CACHE_ROOT
     from harness.data.dataset import Dataset
-    from harness.eval.options import default_prepare_jobs, print_differences
+    from harness.eval.options import print_differences
     from harness.eval.console import run_definition
     from harness.data.jsonio import DataError
     from harness.eval.timing_cuda import resolve_timer
 
-    if args.shard and args.gpus > 1:
-        raise DataError("--shard", "--gpus N gives each child its --shard; pass one or the other")
     if args.device and not args.device.startswith("cuda"):
         raise DataError("--device", f"the full pass times kernels on a GPU, not on {args.device!r}",
                         "check correctness on the CPU with `gdn-harness eval --device cpu`")
     gpu = _gpu_or_hint()
     if gpu is None:
         return 2
-    import torch
-    if args.gpus > 1 and args.gpus > torch.cuda.device_count():
-        raise DataError("--gpus", f"{args.gpus} asked for, but {torch.cuda.device_count()} GPU(s) are visible here")
     missing = ensure_packages()
     try:
         timer = resolve_timer(args.timer)
@@ -122,35 +116,19 @@ def run_full(args, argv):
     definitions = [dataset.definition(n) for n in (args.definition or sorted(dataset.definitions))]
     slug = gpu_slug(gpu)
     out = Path(args.out or RESULTS_ROOT / slug)
-    seeded = start_from_results_cache(out, slug) if args.shard is None else None
+    seeded = start_from_results_cache(out, slug)
     print(f"make eval on {gpu} -> {out}/ (timer: {timer})")
     print_differences(*[run_options(args, "cuda", d, out) for d in definitions])
     print(f"  reference latencies are cached in {out / 'reference_latency.json'}"
           + (f" (started from {seeded})" if seeded else "")
           + (f"; uncached ones are timed for at most {args.reference_budget:g} s" if args.reference_budget is not None
              else "; timing the uncached ones has no cap (the prefill reference under CUPTI took ~40 min for all "
-                  "100 workloads on an H200): --reference-budget SECONDS caps it, --gpus N spreads it"))
+                  "100 workloads on an H200): --reference-budget SECONDS caps it"))
     t0 = time.time()
-    if args.gpus > 1:
-        from harness.eval.shard import run_sharded
-        print(f"  deliberate difference: the workloads are spread over {args.gpus} GPUs of this host, evaluated side "
-              "by side by one child each (the official harness uses one GPU)")
-        jobs = args.prepare_jobs or max(1, default_prepare_jobs() // args.gpus)
-        try:
-            rc = run_sharded(["full", *argv], out, args.gpus, CACHE_ROOT / "shards" / slug, jobs)
-        except RuntimeError as exc:   # the merge refused: the children's folders are kept
-            raise DataError(out, f"{exc} (the children's results stay in {CACHE_ROOT / 'shards' / slug})") from None
-        print(f"evaluation took {time.time() - t0:.0f} s on {args.gpus} GPUs")
-        if not args.no_report:
-            _report(out, definitions, dataset)
-        return rc
     results = []
     for definition in definitions:
         sols = _solutions(dataset, definition, args, missing)
         workloads = select_workloads(dataset.workloads(definition), args.workloads)
-        if args.shard:
-            from harness.eval.shard import shard_workloads
-            workloads = shard_workloads(workloads, *args.shard)
         opts = run_options(args, "cuda", definition, out)
         t1, stats = time.time(), {}
         try:
@@ -184,7 +162,8 @@ def record_run(out, run, args, stats):
     append_jsonl(Path(out) / "runs.jsonl", {
         "definition": run.definition.name, "started": time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(run.started)),
         "wall_s": round(time.time() - run.started, 1), "gpu": run.gpu, "harness": harness_commit(),
-        "isolation": args.isolation, "solutions": [s.name for s in run.solutions], "workloads": len(run.workloads),
+        "isolation": args.isolation, "ray": args.ray, "solutions": [s.name for s in run.solutions],
+        "workloads": len(run.workloads),
         "reference_output_cache": args.reference_output_cache, "reference_budget_s": args.reference_budget,
         "argv": list(run.argv), **stats})
 

@@ -160,42 +160,25 @@ def test_prepare_jobs_must_be_a_positive_number(value, capsys):
     assert exc.value.code == 2 and "--prepare-jobs: expected a whole number >= 1" in capsys.readouterr().err
 
 
-def test_gpus_hands_the_run_to_one_child_per_gpu(recorded, tmp_path, monkeypatch, capsys):
-    import harness.build.builders
-    import harness.eval.shard
+def test_ray_reaches_the_loop_and_the_run_record(recorded, tmp_path, capsys):
+    from harness.dist.cluster import RayOptions
 
-    calls = []
-    monkeypatch.setattr(torch.cuda, "device_count", lambda: 2)
-    monkeypatch.setattr(harness.build.builders, "CACHE_ROOT", tmp_path / "cache")
-    monkeypatch.setattr(harness.eval.shard, "run_sharded", lambda *a: calls.append(a) or 3)
-    argv = ["--out", str(tmp_path), "--no-report", "--gpus", "2"]
-    assert main(["full", *argv]) == 3                        # a child's failure is the run's status
-    ((child_args, out, n, work_root, jobs),) = calls
-    assert (child_args, out, n, work_root) == (["full", *argv], tmp_path, 2, tmp_path / "cache" / "shards" / "h200")
-    assert jobs == max(1, default_prepare_jobs() // 2) and not recorded   # the parent evaluates nothing itself
-    assert "spread over 2 GPUs" in capsys.readouterr().out
+    assert main(["full", "--out", str(tmp_path), "--no-report", "--ray", "auto", "--ray-actors", "2"]) == 0
+    assert {opts.ray for *_, opts in recorded} == {RayOptions("auto", 2)}
+    assert {json.loads(line)["ray"] for line in (tmp_path / "runs.jsonl").read_text().splitlines()} == {"auto"}
+    assert "one at a time per Ray actor" in capsys.readouterr().out   # printed as a deliberate difference
 
 
-def test_gpus_beyond_the_visible_ones_or_with_bench_are_refused(recorded, tmp_path, monkeypatch, capsys):
-    monkeypatch.setattr(torch.cuda, "device_count", lambda: 2)
-    assert main(["full", "--out", str(tmp_path), "--gpus", "3"]) == 2
-    assert "2 GPU(s) are visible" in capsys.readouterr().err and not recorded
-    assert main(["full", "--gpus", "2", "--shard", "0/2"]) == 2
-    assert "pass one or the other" in capsys.readouterr().err and not recorded
-    with pytest.raises(SystemExit) as exc:
-        main(["bench", "--gpus", "2"])      # the benchmark measures one process on one GPU
-    assert exc.value.code == 2
+def test_ray_alone_is_a_local_instance_and_gpus_is_gone(recorded, tmp_path, capsys):
+    from harness.dist.cluster import RayOptions
 
-
-def test_a_shard_child_evaluates_its_share_only(recorded, tmp_path):
-    from harness.data.dataset import Dataset
-    from harness.eval.shard import shard_workloads
-
-    ds = Dataset()
-    assert main(["full", "--out", str(tmp_path), "--no-report", "--shard", "1/2"]) == 0
-    for name, _, n, _ in recorded:
-        assert n == len(shard_workloads(ds.workloads(ds.definition(name)), 1, 2))
-    assert sum(n for *_, n, _ in recorded) < 154
+    assert main(["full", "--out", str(tmp_path), "--no-report", "--ray", "--definition",
+                 "gdn_decode_qk4_v8_d128_k_last"]) == 0
+    assert recorded[0][3].ray == RayOptions("local", None)   # None: one actor per GPU of the instance
+    assert main(["full", "--out", str(tmp_path), "--no-report", "--ray-actors", "2"]) == 2
+    assert "--ray-actors: needs --ray" in capsys.readouterr().err
+    with pytest.raises(SystemExit):
+        main(["full", "--gpus", "2"])
 
 
 def test_a_damaged_file_stops_the_pass_with_its_name(recorded, tmp_path, monkeypatch, capsys):

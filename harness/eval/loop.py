@@ -4,36 +4,24 @@ import os
 import sys
 import tempfile
 import time
-from dataclasses import dataclass, field
 from pathlib import Path
 
 from tqdm import tqdm
 
 from harness.build.precheck import static_problem
 from harness.build.prebuild import Prebuild
-from harness.data.dataset import append_jsonl, append_trace, extras_path, trace_path
-from harness.data.trace import Environment, Status, Trace
-from harness.eval import environment
+from harness.data.dataset import append_jsonl, extras_path
+from harness.data.trace import Status
 from harness.eval.child import Job, official_timing
-from harness.eval.costs import PairCost, calls_per_pair, summarize
-from harness.eval.pool import ChildPool
+from harness.eval.costs import summarize
 from harness.eval.options import default_prepare_jobs
 from harness.eval.payloads import prepare_in_parallel, prepare_workload
+from harness.eval.record import Pair, Prepared, Recorder
 from harness.eval.reference_latency import (ReferenceLatencyCache, reference_config, reference_record,
                                              seed_reference_cache, time_late_reference, time_reference,
                                              unprofiled_workloads, within_budget)
-from harness.eval.traces import done_pairs, make_trace, retire_traces, solution_digest, stale_path
-
-
-@dataclass
-class PairResult:
-    workload: object
-    solution: object
-    trace: Trace
-    warnings: list = field(default_factory=list)
-    skipped: bool = False
-    trace_file: Path | None = None
-    cost: PairCost | None = None
+from harness.eval.runners import open_runner
+from harness.eval.traces import done_pairs, retire_traces, stale_path
 
 
 def not_passed(results):
@@ -86,12 +74,15 @@ def evaluate(dataset, definition, workloads, solutions, opts, stats=None):
         bar = tqdm(total=len(workloads) * len(solutions), desc=definition.name, unit="pair",
                    disable=not opts.show_progress, leave=True, mininterval=0.1 if tty else 30.0, ascii=not tty)
         late = unprofiled_workloads(out_dir, solutions, definition) if opts.resume and opts.profile_baseline else set()
-        with ChildPool(opts.isolation, opts.device, opts.timeout, opts.prestart) as runner:
-            runner.start_workers([s.name for s in solutions if s.name not in rejected
-                                  and any((s.name, w.uuid) not in done for w in workloads)])
+        recorder = Recorder(definition, opts, ref_timing_label, bar, results)
+        with open_runner(opts, recorder) as runner:
+            runner.start([s.name for s in solutions if s.name not in rejected
+                          and any((s.name, w.uuid) not in done for w in workloads)])
             ref_spent, ref_skipped = _loop(dataset, definition, workloads, solutions, opts, done, cache, runner,
-                                           cache_dir, prepared, bar, results, ref_timing_label, late, rejected)
+                                           cache_dir, prepared, recorder, late, rejected)
         bar.close()
+    order = {(w.uuid, s.name): i for i, (w, s) in enumerate((w, s) for w in workloads for s in solutions)}
+    results.sort(key=lambda r: order[(r.workload.uuid, r.solution.name)])  # Ray records them as they arrive
     if stats is not None:
         stats.update(reference_timing_s=round(ref_spent, 3), loop_s=round(time.monotonic() - run_start, 3),
                      pairs=sum(not r.skipped for r in results), prepare_jobs=opts.prepare_jobs,
@@ -121,21 +112,20 @@ def _report_builds(builds, definition, stats):
         stats["build_s"] = {name: round(seconds, 1) for name, (_, seconds) in built.items()}
 
 
-def _loop(dataset, definition, workloads, solutions, opts, done, cache, runner, cache_dir, prepared, bar, results,
-          ref_timing_label, late, rejected):
+def _loop(dataset, definition, workloads, solutions, opts, done, cache, runner, cache_dir, prepared, recorder, late,
+          rejected):
     """The per-workload loop of evaluate(): returns (seconds spent timing references, references not timed).
     `late`: workloads whose earlier traces lack a reference latency; timed here (budget permitting) and
     recorded in the extras. `rejected`: {solution name: why its build fails}, traced without a child."""
     ref_spent, ref_skipped = 0.0, 0
     out_dir = Path(opts.out_dir)
-    tty = sys.stderr.isatty()
+    ref_timing_label, bar = recorder.label, recorder.bar
     timing = opts.timing or official_timing(definition.name)
     for workload in workloads:
         todo = [s for s in solutions if (s.name, workload.uuid) not in done]
         for s in solutions:
             if s not in todo:
-                results.append(PairResult(workload, s, None, skipped=True))
-                bar.update(1)
+                recorder.skipped(workload, s)
         if not todo:
             if workload.uuid in late and within_budget(opts, ref_spent):
                 ref_spent += time_late_reference(dataset, definition, workload, opts, cache, ref_timing_label, bar)
@@ -155,44 +145,16 @@ def _loop(dataset, definition, workloads, solutions, opts, done, cache, runner, 
             if ref_ms is not None and workload.uuid in late:  # earlier pairs of this workload lack it
                 append_jsonl(extras_path(out_dir, definition.name), reference_record(
                     workload, ref_ms, opts, provenance, ref_timing_label, reference_s))
-        prepare_s = time.monotonic() - prep_start  # inputs, reference outputs, reference timing (reference_s)
+        prep = Prepared(workload, provenance, ref_ms, time.monotonic() - prep_start, reference_s,
+                        prepared.get(workload.uuid))
         for sol in todo:
-            job = Job(definition.to_json(), sol.to_json(), workload.to_json(), str(path), opts.device,
-                      opts.tolerance, timing, opts.timer, strict=opts.strict)
-            pair_start = time.monotonic()
+            pair = Pair(prep, sol, Job(definition.to_json(), sol.to_json(), workload.to_json(), str(path), opts.device,
+                                       opts.tolerance, timing, opts.timer, strict=opts.strict))
             if sol.name in rejected:
-                outcome, log = {"status": Status.COMPILE_ERROR.value, "message": rejected[sol.name]}, ""
+                recorder.rejected(pair, rejected[sol.name])
             else:
-                outcome, log = runner.run(job)
-            wall_s = time.monotonic() - pair_start
-            libs = dict(environment.libs(opts.device))
-            libs["inputs"] = provenance["inputs"]
-            libs["input_digest"] = provenance["digest"]
-            libs["solution_digest"] = solution_digest(sol)
-            if outcome.get("timer"):
-                libs["timer"] = outcome["timer"]
-            env = Environment(environment.hardware(opts.device), libs)
-            trace = make_trace(definition, workload, sol, outcome, log, ref_ms, env)
-            trace_file = trace_path(out_dir, sol.author, definition.op_type, definition.name)
-            append_trace(trace_file, trace)
-            append_jsonl(extras_path(out_dir, definition.name), {
-                "solution": sol.name, "author": sol.author, "workload": workload.uuid,
-                "solution_digest": libs["solution_digest"],
-                "status": outcome["status"], "latency_ms": outcome.get("latency_ms"),
-                "event_ms": outcome.get("event_ms"), "timer": outcome.get("timer"),
-                "reference_latency_ms": ref_ms,
-                "reference_timing": ref_timing_label if ref_ms is not None else "not timed",
-                "inputs": provenance["inputs"], "warnings": outcome.get("warnings", []),
-                "wall_s": round(wall_s, 3), "prepare_s": round(prepare_s, 3),
-                "reference_s": round(reference_s, 3), "child_phases": outcome.get("phases", {}),
-                "parallel_prepare_s": (round(prepared[workload.uuid], 3) if workload.uuid in prepared
-                                       else None)})
-            cost = PairCost(wall_s, outcome.get("phases", {}), outcome.get("latency_ms"),
-                            calls_per_pair(timing, timing.trials))
-            res = PairResult(workload, sol, trace, outcome.get("warnings", []), trace_file=trace_file, cost=cost)
-            results.append(res)
-            bar.update(1)
-            bar.set_postfix_str(f"{sol.name}: {outcome['status']}", refresh=tty)
+                runner.submit(pair)  # Ray reads the payload file here, so it may go once all are submitted
         if not opts.payload_cache:
             os.unlink(path)
+    runner.drain()
     return ref_spent, ref_skipped

@@ -4,6 +4,7 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
+from harness.dist.cluster import RayOptions
 from harness.eval.child import TimingConfig
 from harness.eval.correctness import Tolerance
 
@@ -63,6 +64,11 @@ def differences(opts):
                      "unexpectedly' or the timeout message (the child's log stays in /tmp)")
     if opts.timeout != OFFICIAL_TIMEOUT_S:
         notes.append(f"a pair times out after {opts.timeout:g} s (--timeout; officially {OFFICIAL_TIMEOUT_S:g} s)")
+    if opts.ray:
+        notes.append("--ray: pairs run side by side, one at a time per Ray actor (one per GPU), each actor in its own "
+                     "children; the official harness runs one pair at a time on one GPU. This process makes the inputs "
+                     "and reference outputs" + (" and times the reference, beside the actors' timed calls"
+                                                if opts.profile_baseline else ""))
     if opts.reference_timing:
         notes.append("the prefill reference is timed with 1 trial of 1 iteration (its Python loop is slow); "
                      "--reference-timing official times it as the solutions")
@@ -97,6 +103,7 @@ class EvalOptions:
     reference_budget_s: float | None = None     # stop timing uncached references after this many seconds
     payload_cache: Path | None = None           # keep inputs + reference outputs here for later runs (None: off)
     prepare_jobs: int = 1                       # processes preparing payloads before the loop (1: in the loop)
+    ray: RayOptions | None = None               # run the pairs on Ray actors (None: this host's children)
 
 
 def default_prepare_jobs():

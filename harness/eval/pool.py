@@ -36,6 +36,8 @@ from harness.data.trace import Status
 LOG_LIMIT = 5 * 1024 * 1024  # bytes of child output kept in a trace log: the head, as officially
 READY_LIMIT_S = 30.0         # process mode: a child must report ready this long after its start (FIB: 30 s)
 NOT_READY = "Worker failed to start within {:g} seconds"  # the official TIMEOUT message (30 s)
+TIMED_OUT = "Evaluation timeout after {:g} seconds for solution {}"  # the official TIMEOUT message (timeout, name)
+CRASHED = "Worker process failed unexpectedly"  # the official RUNTIME_ERROR message of a dead child
 READY = "READY"              # the child's first message, once its start-up is done
 WORKERS_READY_S = 120.0      # worker mode: how long the loop waits for the children it starts side by side
 # Tests only: "module:function", called in the child just before it reports ready, to slow or observe a
@@ -211,7 +213,7 @@ class ChildPool:
             use_triton_interpreter(self.device)
             return run_job(job).to_dict(), ""
         name = job.solution["name"]
-        timed_out = f"Evaluation timeout after {self.timeout:g} seconds for solution {name}"
+        timed_out = TIMED_OUT.format(self.timeout, name)
         if self.mode == "process":
             pair_start = time.monotonic()
             for dead in [c for c in self.spares if not c.proc.is_alive()]:
@@ -264,7 +266,7 @@ class ChildPool:
         log = child.read_log()
         child.close()
         return {"status": Status.RUNTIME_ERROR.value,
-                "message": f"Worker process failed unexpectedly (exit code {code})"}, log
+                "message": f"{CRASHED} (exit code {code})"}, log
 
     def close(self):
         for c in [*self.spares, *self.workers.values()]:

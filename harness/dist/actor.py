@@ -1,0 +1,69 @@
+"""The Ray actor that runs pairs, one at a time: one per GPU (or CPU slot). It holds the isolated children of the
+solutions it has run (harness/eval/pool.py, as a local run does) and a local copy of each payload it is sent: the
+driver puts a payload's bytes in the object store once, so actors on other hosts get them too."""
+import dataclasses
+import os
+import shutil
+import tempfile
+from pathlib import Path
+
+import ray
+
+from harness.eval.record import host_of
+from harness.eval.runners import pool_of, run_timed
+
+
+COPIES = "gdn-ray-payloads-"   # + the actor's pid: the folder of its payload copies
+
+
+def _alive(pid):
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:   # another user's process
+        pass
+    return True
+
+
+def clear_dead_copies():
+    """Remove the payload copies of this host's actors that were killed (a killed actor cannot clean up after
+    itself)."""
+    for folder in Path(tempfile.gettempdir()).glob(f"{COPIES}*-*"):
+        pid = folder.name[len(COPIES):].split("-")[0]
+        if pid.isdigit() and not _alive(int(pid)):
+            shutil.rmtree(folder, ignore_errors=True)
+
+
+@ray.remote(max_restarts=0, max_concurrency=1)  # the driver replaces a dead actor and writes its pair's trace
+class PairActor:
+    def __init__(self, opts):
+        self.device, self.pool = opts.device, pool_of(opts)
+        clear_dead_copies()
+        self.dir = tempfile.mkdtemp(prefix=f"{COPIES}{os.getpid()}-")
+        self.files = {}   # payload key -> its local file
+
+    def ready(self):
+        """Where this actor runs: the trace's host fields and a label for the extras."""
+        gpus = ray.get_gpu_ids()
+        where = f"{ray.util.get_node_ip_address()} " + (f"GPU {','.join(map(str, gpus))}" if gpus
+                                                          else f"CPU actor pid {os.getpid()}")
+        return host_of(self.device), where
+
+    def run(self, job, key, payload, live):
+        """(outcome, log, wall seconds) of `job` on payload `key`; `payload`: [its object ref] (in a list, so Ray
+        hands the ref, not the bytes: they are fetched only by an actor that has no copy yet). Copies of payloads
+        not in `live` (no pair of theirs left) are removed first."""
+        for gone in set(self.files) - set(live):
+            os.unlink(self.files.pop(gone))
+        if key not in self.files:
+            path = os.path.join(self.dir, key)
+            with open(path, "wb") as f:
+                f.write(ray.get(payload[0]))
+            self.files[key] = path
+        return run_timed(self.pool, dataclasses.replace(job, payload_path=self.files[key]))
+
+    def close(self):
+        self.pool.close()
+        shutil.rmtree(self.dir, ignore_errors=True)
+        clear_dead_copies()   # again: an actor killed just before this one started may not have been reaped then
