@@ -5,6 +5,7 @@ build spec, whether it should run on an H200, what its authors reported), genera
 with the pre-packed JSONs. The sources only ever live in the cache (.cache/public, git-ignored), fetched either from
 a folder of pre-packed JSONs (--from) or by cloning each repository at its commit and packing the solution folder.
 """
+import json
 import os
 import shutil
 import subprocess
@@ -345,6 +346,12 @@ def add_public_parser(subparsers):
                    help="also run this solution (a .json, a starter-kit folder, a dataset root; repeatable), e.g. "
                         "your own candidate or an earlier version of ours")
     r.set_defaults(func=cmd_run, default_out=None)
+    rep = actions.add_parser("report", help="the leaderboard again from a public run's folder (no GPU needed)")
+    rep.add_argument("--out", required=True, metavar="DIR", help="the folder the public run wrote")
+    rep.add_argument("--definition", action="append", metavar="NAME", help="default: every one with traces there")
+    rep.add_argument("--dataset", default=None, metavar="DIR", help="dataset root (default: the repo's workloads/)")
+    rep.add_argument("--cache", default=str(DEFAULT_CACHE), metavar="DIR", help="default: .cache/public in the repo")
+    rep.set_defaults(func=cmd_report)
 
 
 def cmd_fetch(args):
@@ -399,7 +406,6 @@ def cmd_run(args):
     from harness.cli import dataset_of, device_of, exit_status, run_options, select_workloads
     from harness.eval.options import print_differences
     from harness.eval.console import run_definition
-    from harness.report.leaderboard import write_leaderboard
     from harness.full import RESULTS_ROOT, RunRecord, gpu_slug, record_run, start_from_results_cache
     from harness.data.resolve import resolve
 
@@ -434,12 +440,48 @@ def cmd_run(args):
         found = run_definition(dataset, d, workloads, sols, opts, stats, table=False)
         record_run(out, RunRecord(d, sols, workloads, started, torch.cuda.get_device_name(), args.argv), args, stats)
         results += [r for r in found if r.solution.name == ours[d.name]]
+    write_board(out, definitions, ours, entries, not_run)
+    return exit_status(results, args)
+
+
+def write_board(out, definitions, ours, entries, not_run):
+    """The leaderboard of a public run's folder (harness/report/leaderboard.py), each entry's repository@commit in
+    its provenance, and the entries not run with the reason; printed too."""
+    from harness.report.leaderboard import write_leaderboard
+
     facts = {e.name: f"{e.repo}@{e.commit}" for e in entries}
     for name, table in write_leaderboard(out, definitions, ours, facts=facts).items():
         _append_not_run(out / "leaderboard" / f"{name}.md", not_run[name])
         print(table.to_string(index=False))
     print(f"leaderboard: {out / 'leaderboard'}/")
-    return exit_status(results, args)
+
+
+def cmd_report(args):
+    """The leaderboard again from a public run's folder (one that was stopped, resumed, or moved), without a GPU:
+    which entries could not run is worked out for the GPU the traces were taken on."""
+    from harness.cli import dataset_of
+    from harness.data.resolve import resolve
+
+    out, dataset, entries = Path(args.out), dataset_of(args), load_entries()
+    names = args.definition or sorted(dataset.definitions)
+    found = {n: sorted(out.glob(f"traces/*/*/{n}.jsonl")) for n in names}
+    definitions = [dataset.definition(n) for n in names if found[n]]
+    if not definitions:
+        raise DataError(out, "holds no traces of these definitions", "name the folder a public run wrote")
+    ours, not_run = {}, {}
+    for d in definitions:
+        ours[d.name] = resolve("ours", d, dataset)[0].name
+        capability = traced_capability(found[d.name][0])
+        not_run[d.name] = public_solutions(args.cache, d.name, entries, capability)[1]
+    write_board(out, definitions, ours, entries, not_run)
+    return 0
+
+
+def traced_capability(trace_file):
+    """(major, minor) of the GPU a trace file's first trace was taken on, None for a CPU."""
+    first = json.loads(Path(trace_file).read_text(encoding="utf-8").splitlines()[0])
+    cc = first["evaluation"]["environment"]["libs"].get("compute_capability")
+    return tuple(int(x) for x in cc.split(".")) if cc else None
 
 
 def _append_not_run(md, left_out):

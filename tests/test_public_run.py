@@ -83,3 +83,29 @@ def test_public_run_takes_extra_solutions_and_refuses_a_name_twice(monkeypatch, 
     (tmp_path / "mine.json").write_text(json.dumps(mine))
     assert main([*argv, "--solution", str(tmp_path / "mine.json")]) == 2
     assert "two solutions named fla-gdn-decode" in capsys.readouterr().err
+
+
+def test_public_report_rewrites_the_leaderboard_of_a_folder_for_the_gpu_it_was_taken_on(monkeypatch, tmp_path):
+    entries = load_entries()
+    definition = "gdn_decode_qk4_v8_d128_k_last"
+    trace = {"definition": definition, "workload": {}, "solution": "x", "evaluation": {
+        "environment": {"hardware": "NVIDIA H200", "libs": {"compute_capability": "9.0"}}}}
+    (tmp_path / "traces" / "a" / "gdn").mkdir(parents=True)
+    (tmp_path / "traces" / "a" / "gdn" / f"{definition}.jsonl").write_text(json.dumps(trace) + "\n")
+    seen = {}
+    monkeypatch.setattr(harness.public, "public_solutions",
+                        lambda cache, d, ents, capability: seen.setdefault(d, capability) and ([], [(entries[0], "why")]))
+
+    def leaderboard(out, definitions, ours, facts=None):
+        seen["definitions"], seen["ours"] = [d.name for d in definitions], ours
+        (out / "leaderboard").mkdir(parents=True, exist_ok=True)
+        (out / "leaderboard" / f"{definition}.md").write_text("# table\n")
+        import pandas as pd
+        return {definition: pd.DataFrame()}
+
+    monkeypatch.setattr(harness.report.leaderboard, "write_leaderboard", leaderboard)
+    assert main(["public", "report", "--out", str(tmp_path)]) == 0
+    assert seen == {definition: (9, 0), "definitions": [definition], "ours": {definition: "gdn-harness-decode"}}
+    assert f"- {entries[0].name} ({entries[0].repo}@{entries[0].commit[:12]}): why" in \
+        (tmp_path / "leaderboard" / f"{definition}.md").read_text()
+    assert main(["public", "report", "--out", str(tmp_path / "empty")]) == 2
