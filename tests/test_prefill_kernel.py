@@ -236,10 +236,10 @@ def test_segment_walk(trans, bv):
 
 
 def test_f16_workspace_holds_the_chunks_k_q_and_gates():
-    # the rows with a workspace: per slot the P workspace holds the 8 heads' P tiles, then fp16 copies of k and q of the 4 q/k
-    # heads (rows past a sequence's end 0; exact but for values below 2^-14), then per v-head gamma = exp(G), beta
-    # and exp(G_end - G) in fp32 (G: the in-chunk cumulative log gate). Checked against the inputs and float64
-    # gates, slot by slot.
+    # the rows with a workspace: per slot the P workspace holds the 8 heads' P tiles, then fp16 copies of k and q of
+    # the 4 q/k heads (rows past a sequence's end 0; exact but for values below 2^-14), then per v-head gamma =
+    # exp(G), beta and exp(G_end - G) in fp32 (G: the in-chunk cumulative log gate). Checked against the inputs and
+    # float64 gates, slot by slot.
     from reference.gdn_recurrent import gates
     cu, C = [0, 0, 17, 150], 64
     poison_workspaces(cu)

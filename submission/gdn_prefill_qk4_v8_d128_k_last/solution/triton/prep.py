@@ -11,9 +11,9 @@ from .workspace import _g_off, _kq_off, _wp_off, _ws_off
 
 @triton.jit
 def _rank_sequence(p, cu_ptr, perm_ptr, N, NP2: tl.constexpr):
-    """cfg "lpt" (the two-launch rows): sequence p's rank r in chain._longest_first's order, stored as row r of perm
-    (n, bos, eos, 0), so each chain CTA reads its sequence and bounds in one round trip instead of ranking all N
-    sequences itself."""
+    """Two launches with sequences longest first (launch_table.LPT_MIN_N, cfg lpt): sequence p's rank r in
+    chain._longest_first's order, stored as row r of perm (n, bos, eos, 0), so each chain CTA reads its sequence and
+    bounds in one round trip instead of ranking all N sequences itself."""
     i = tl.arange(0, NP2)
     m = i < N
     ln = tl.where(m, tl.load(cu_ptr + i + 1, mask=m, other=0) - tl.load(cu_ptr + i, mask=m, other=0), -1)
@@ -87,8 +87,8 @@ def _gdn_prep_kernel(
     """The prep launch: Tm and P of every (chunk, head), grid (slots, HV, 1); with SPLIT (cfg "prep_split") grid
     (slots, HV, 2): Tm and P in separate CTAs, each path with fewer live registers. MMA_V3 (cfg "prep_mma_v3") is
     not read: it only keys Triton's in-process kernel cache, which ignores the env knobs that pick the lowering
-    (lowering.launch_env). RANK (cfg "lpt"): the CTAs (p < N, 0, 0) also write sequence p's row of the
-    longest-first table (_rank_sequence) that the chain launch reads."""
+    (lowering.launch_env). RANK (two launches, longest first): the CTAs (p < N, 0, 0) also write sequence p's row of
+    the longest-first table (_rank_sequence) that the chain launch reads."""
     io = (q_ptr, k_ptr, a_ptr, b_ptr, ws_ptr, wp_ptr)
     if RANK:
         if (tl.program_id(0) < N) & (tl.program_id(1) == 0) & (tl.program_id(2) == 0):
