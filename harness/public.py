@@ -457,8 +457,9 @@ def write_board(out, definitions, ours, entries, not_run):
 
 
 def cmd_report(args):
-    """The leaderboard again from a public run's folder (one that was stopped, resumed, or moved), without a GPU:
-    which entries could not run is worked out for the GPU the traces were taken on."""
+    """The leaderboard again from a public run's folder (one that was stopped, resumed, or moved), without a GPU.
+    The entries with no trace there are listed with the reason: cannot run on the GPU the traces were taken on,
+    or simply no trace."""
     from harness.cli import dataset_of
     from harness.data.resolve import resolve
 
@@ -472,7 +473,10 @@ def cmd_report(args):
     for d in definitions:
         ours[d.name] = resolve("ours", d, dataset)[0].name
         capability = traced_capability(found[d.name][0])
-        not_run[d.name] = public_solutions(args.cache, d.name, entries, capability)[1]
+        traced = {json.loads(line)["solution"] for f in found[d.name] for line in f.read_text().splitlines() if line}
+        not_run[d.name] = [(e, runnable(e, capability)[1] if not runnable(e, capability)[0] else
+                            "no trace in this folder (not fetched, refused, or not reached)")
+                           for e in entries if e.definition == d.name and e.name not in traced]
     write_board(out, definitions, ours, entries, not_run)
     return 0
 
@@ -480,7 +484,7 @@ def cmd_report(args):
 def traced_capability(trace_file):
     """(major, minor) of the GPU a trace file's first trace was taken on, None for a CPU."""
     first = json.loads(Path(trace_file).read_text(encoding="utf-8").splitlines()[0])
-    cc = first["evaluation"]["environment"]["libs"].get("compute_capability")
+    cc = first["evaluation"]["environment"]["libs"].get("compute_capability")  # e.g. "9.0"
     return tuple(int(x) for x in cc.split(".")) if cc else None
 
 

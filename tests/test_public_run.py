@@ -86,15 +86,14 @@ def test_public_run_takes_extra_solutions_and_refuses_a_name_twice(monkeypatch, 
 
 
 def test_public_report_rewrites_the_leaderboard_of_a_folder_for_the_gpu_it_was_taken_on(monkeypatch, tmp_path):
-    entries = load_entries()
     definition = "gdn_decode_qk4_v8_d128_k_last"
-    trace = {"definition": definition, "workload": {}, "solution": "x", "evaluation": {
+    entries = [e for e in load_entries() if e.definition == definition]
+    traced, unrunnable = entries[0], next(e for e in entries if not harness.public.runnable(e, (9, 0))[0])
+    trace = {"definition": definition, "workload": {}, "solution": traced.name, "evaluation": {
         "environment": {"hardware": "NVIDIA H200", "libs": {"compute_capability": "9.0"}}}}
     (tmp_path / "traces" / "a" / "gdn").mkdir(parents=True)
     (tmp_path / "traces" / "a" / "gdn" / f"{definition}.jsonl").write_text(json.dumps(trace) + "\n")
     seen = {}
-    monkeypatch.setattr(harness.public, "public_solutions",
-                        lambda cache, d, ents, capability: seen.setdefault(d, capability) and ([], [(entries[0], "why")]))
 
     def leaderboard(out, definitions, ours, facts=None):
         seen["definitions"], seen["ours"] = [d.name for d in definitions], ours
@@ -105,7 +104,9 @@ def test_public_report_rewrites_the_leaderboard_of_a_folder_for_the_gpu_it_was_t
 
     monkeypatch.setattr(harness.report.leaderboard, "write_leaderboard", leaderboard)
     assert main(["public", "report", "--out", str(tmp_path)]) == 0
-    assert seen == {definition: (9, 0), "definitions": [definition], "ours": {definition: "gdn-harness-decode"}}
-    assert f"- {entries[0].name} ({entries[0].repo}@{entries[0].commit[:12]}): why" in \
-        (tmp_path / "leaderboard" / f"{definition}.md").read_text()
+    assert seen == {"definitions": [definition], "ours": {definition: "gdn-harness-decode"}}
+    md = (tmp_path / "leaderboard" / f"{definition}.md").read_text()
+    assert f"- {traced.name} (" not in md                        # it has a trace: not listed as not run
+    assert f"- {unrunnable.name} ({unrunnable.repo}@{unrunnable.commit[:12]}): does not run on sm_90" in md
+    assert f"- {entries[1].name} ({entries[1].repo}@{entries[1].commit[:12]}): no trace in this folder" in md
     assert main(["public", "report", "--out", str(tmp_path / "empty")]) == 2
