@@ -201,3 +201,26 @@ def test_statuses_end_to_end(tmp_path):
     for name, (_, status, needle) in E2E.items():
         assert results[name].status.value == status, (name, results[name].log[-2000:])
         assert needle in results[name].log, (name, results[name].log[-2000:])
+
+
+def test_a_workload_whose_reference_fails_is_skipped_without_traces(tmp_path, capsys):
+    import json
+    root = make_toy_root(tmp_path / "toy")
+    path = root / "definitions" / "toy" / "toy_axpy.json"
+    d = json.loads(path.read_text())
+    d["reference"] = ("import torch\n\ndef run(x, y, alpha):\n    if x.shape[0] == 4:\n"
+                      "        raise RuntimeError('no reference for n = 4')\n    return x + alpha * y\n")
+    path.write_text(json.dumps(d))
+    ds = Dataset(root)
+    definition = ds.definition("toy_axpy")
+    sol = Solution.from_json(toy_solution("good", BODY), "good")
+    opts = EvalOptions(device="cpu", out_dir=tmp_path / "out", timing=TimingConfig(0, 1, 1), show_progress=False,
+                       profile_baseline=False)
+    results = evaluate(ds, definition, ds.workloads(definition), [sol], opts)
+    assert [(r.workload.uuid, r.trace.evaluation.status.value) for r in results] == [
+        ("w-random", "PASSED"), ("w-standin", "PASSED")]        # w-blob (n = 4) has no trace
+    traced = [json.loads(line)["workload"]["uuid"]
+              for line in (tmp_path / "out" / "traces" / "tester" / "toy" / "toy_axpy.jsonl").read_text().splitlines()]
+    assert traced == ["w-random", "w-standin"]
+    assert ("workload w-blob skipped, no trace written: the reference failed on its inputs (RuntimeError: no "
+            "reference for n = 4)") in capsys.readouterr().out

@@ -17,6 +17,7 @@ from harness.eval.costs import summarize
 from harness.eval.options import default_prepare_jobs
 from harness.eval.payloads import prepare_in_parallel, prepare_workload
 from harness.eval.record import Pair, Prepared, Recorder
+from harness.eval.reference import ReferenceFailed
 from harness.eval.reference_latency import (ReferenceLatencyCache, reference_config, reference_record,
                                              seed_reference_cache, time_late_reference, time_reference,
                                              unprofiled_workloads, within_budget)
@@ -133,7 +134,13 @@ def _loop(dataset, definition, workloads, solutions, opts, done, cache, runner, 
                 ref_skipped += 1
             continue
         prep_start = time.monotonic()
-        path, provenance, ref, trial_inputs = prepare_workload(dataset, definition, workload, opts, cache_dir)
+        try:
+            path, provenance, ref, trial_inputs = prepare_workload(dataset, definition, workload, opts, cache_dir)
+        except ReferenceFailed as exc:   # as officially: the workload is skipped, no solution gets a trace
+            print(f"{definition.name}: workload {workload.uuid} skipped, no trace written: the reference failed "
+                  f"on its inputs ({exc})")
+            recorder.bar.update(len(todo))
+            continue
         ref_ms, reference_s = None, 0.0
         if opts.profile_baseline:
             measure = within_budget(opts, ref_spent)

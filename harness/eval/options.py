@@ -20,6 +20,8 @@ DEVIATIONS = [
     "never writes them cannot pass on leftover memory",
     "after timing, one more call on perturbed inputs written into the same tensors checks for memoized "
     "outputs and host syncs (a warning; a failure with --strict)",
+    "workloads are checked before any pair: an input the workload does not list, or a violated definition "
+    "constraint, stops the run naming it (officially the input is random and constraints are never evaluated)",
 ]
 
 

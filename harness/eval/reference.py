@@ -14,6 +14,15 @@ def load_reference(definition):
     return module.run
 
 
+class ReferenceFailed(Exception):
+    """The reference raised on a workload's inputs. Officially that workload is skipped: no trace for any
+    solution (FlashInfer-Bench writes none when the baseline fails)."""
+
+
 def run_reference(run, definition, inputs):
-    return normalize_outputs(run(*inputs), list(definition.outputs),
+    try:
+        outputs = run(*inputs)
+    except Exception as exc:
+        raise ReferenceFailed(f"{type(exc).__name__}: {exc}") from exc
+    return normalize_outputs(outputs, list(definition.outputs),
                              [torch_dtype(s.dtype) for s in definition.outputs.values()])
