@@ -205,7 +205,7 @@ def _launch(algo, q, k, v, state, A_log, a, dt_bias, b, cu_seqlens, scale, outpu
         stream = torch.cuda.current_stream(q.device).cuda_stream
         for run, argv in ready:
             run(*argv, stream=stream)
-    else:   # the plain path (older Triton; the tuning scripts measure the gap with it)
+    else:   # the plain path (Triton < 3.3)
         compiled = []
         for fn, grid, args, opts in launches:
             with launch_env(args.get("MMA_V3", False)):
