@@ -166,6 +166,16 @@ def build_parser():
     p.add_argument("--base", action="append", default=[],
                    help="also write compare/<definition>.md with ratios to this solution (repeatable)")
     p.set_defaults(func=cmd_report)
+    p = sub.add_parser("fidelity", help="a harness run against FlashInfer-Bench's own run of the same solutions: "
+                                        "verdicts, max errors, latency ratios (and its noise floor)")
+    p.add_argument("--harness", required=True, metavar="DIR", help="the harness's output folder (holds traces/)")
+    p.add_argument("--fib", required=True, metavar="DIR", help="FlashInfer-Bench's dataset root after its run")
+    p.add_argument("--fib-again", default=None, metavar="DIR",
+                   help="a second FlashInfer-Bench run of the same pairs: its ratios to the first are the noise floor")
+    p.add_argument("--definition", action="append", metavar="NAME", help="default: every definition")
+    p.add_argument("--dataset", default=None, metavar="DIR", help="dataset root (default: the repo's workloads/)")
+    p.add_argument("--out", required=True, metavar="DIR")
+    p.set_defaults(func=cmd_fidelity)
     p = sub.add_parser("package", help="submission/ -> <out>/<definition>/solution.json")
     p.add_argument("--submission", default=None, metavar="DIR",
                    help="folder of starter-kit folders, one per definition (default: the repo's submission/)")
@@ -340,6 +350,23 @@ def cmd_report(args):
                 print(buckets.to_string(index=False))
                 print(f"comparison: {cmp_dir}/{definition.name}.md")
     print(f"report: {out}/report.md")
+    return 0
+
+
+def cmd_fidelity(args):
+    from harness.report.fidelity import write_fidelity
+
+    dataset = dataset_of(args)
+    for run in filter(None, (args.harness, args.fib, args.fib_again)):
+        if not (Path(run) / "traces").is_dir():
+            raise DataError(run, "no traces/ folder: not a run's output folder or dataset root")
+    definitions = [dataset.definition(n) for n in (args.definition or sorted(dataset.definitions))]
+    try:
+        table = write_fidelity(args.out, definitions, args.harness, args.fib, args.fib_again)
+    except ValueError as exc:
+        raise DataError("fidelity", str(exc)) from None
+    print(table.to_string(index=False))
+    print(f"fidelity report: {Path(args.out) / 'fidelity.md'}")
     return 0
 
 
