@@ -474,11 +474,15 @@ def cmd_report(args):
         ours[d.name] = resolve("ours", d, dataset)[0].name
         capability = traced_capability(found[d.name][0])
         traced = {json.loads(line)["solution"] for f in found[d.name] for line in f.read_text().splitlines() if line}
-        not_run[d.name] = [(e, runnable(e, capability)[1] if not runnable(e, capability)[0] else
-                            "no trace in this folder (not fetched, refused, or not reached)")
-                           for e in entries if e.definition == d.name and e.name not in traced]
+        not_run[d.name] = [(e, why_not_traced(e, capability)) for e in entries
+                           if e.definition == d.name and e.name not in traced]
     write_board(out, definitions, ours, entries, not_run)
     return 0
+
+
+def why_not_traced(entry, capability):
+    ok, why = runnable(entry, capability)
+    return "no trace in this folder (not fetched, refused, or not reached)" if ok else why
 
 
 def traced_capability(trace_file):

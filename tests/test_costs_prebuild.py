@@ -2,7 +2,7 @@
 solutions before the loop (harness/build/prebuild.py) on a C++ solution that does not compile."""
 import json
 
-from harness.build.prebuild import native, prebuild
+from harness.build.prebuild import Prebuild, native
 from harness.data.dataset import Dataset
 from harness.data.solution import Solution
 from harness.eval.child import TimingConfig
@@ -43,8 +43,8 @@ def test_prebuild_builds_only_native_solutions_and_reports_failures():
     python = Solution.from_json(toy_solution("py", "def run(x, y, alpha, z):\n    z.copy_(x + alpha * y)\n"), "py")
     broken = _broken_native()
     assert native([python, broken]) == [broken]
-    assert prebuild([python], 2) == {}
-    (name, (error, seconds)), = prebuild([python, broken], 2).items()
+    assert Prebuild([python], 2).wait() == {}
+    (name, (error, seconds)), = Prebuild([python, broken], 2).wait().items()
     assert name == "broken-cpp" and error and seconds > 0
 
 

@@ -48,7 +48,3 @@ class Prebuild:
         finally:
             self.pool.shutdown()
 
-
-def prebuild(solutions, jobs):
-    """Build every native solution in `solutions`, `jobs` at a time, and wait for them."""
-    return Prebuild(solutions, jobs).wait()

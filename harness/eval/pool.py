@@ -202,7 +202,11 @@ class ChildPool:
         until they are ready (at most WORKERS_READY_S). Nothing is timed yet when the loop calls this."""
         if self.mode != "worker":
             return
-        started = [self.workers.setdefault(name, self._new_child()) for name in names if name not in self.workers]
+        started = []
+        for name in names:
+            if name not in self.workers:
+                self.workers[name] = self._new_child()
+                started.append(self.workers[name])
         deadline = time.monotonic() + WORKERS_READY_S   # then a pair's clock takes what is left of a start
         for child in started:
             child.wait_ready(deadline)
