@@ -176,6 +176,19 @@ def build_parser():
     p.add_argument("--dataset", default=None, metavar="DIR", help="dataset root (default: the repo's workloads/)")
     p.add_argument("--out", required=True, metavar="DIR")
     p.set_defaults(func=cmd_fidelity)
+    p = sub.add_parser("agreement", help="two runs of the same pairs (e.g. Ray against local): verdicts, max errors, "
+                                         "latency ratios, and the second run's spread as the noise floor")
+    p.add_argument("--run", required=True, metavar="DIR", help="the first run's output folder (holds traces/)")
+    p.add_argument("--against", required=True, metavar="DIR",
+                   help="the second run's output folder: ratios are --run / --against")
+    p.add_argument("--again", default=None, metavar="DIR",
+                   help="the second run made again: its ratios to --against are the noise floor")
+    p.add_argument("--definition", action="append", metavar="NAME", help="default: every definition")
+    p.add_argument("--dataset", default=None, metavar="DIR", help="dataset root (default: the repo's workloads/)")
+    p.add_argument("--out", required=True, metavar="DIR")
+    p.add_argument("--names", nargs=2, default=None, metavar=("A", "B"),
+                   help="labels of --run and --against in the report (default: their folder names)")
+    p.set_defaults(func=cmd_agreement)
     p = sub.add_parser("package", help="submission/ -> <out>/<definition>/solution.json")
     p.add_argument("--submission", default=None, metavar="DIR",
                    help="folder of starter-kit folders, one per definition (default: the repo's submission/)")
@@ -353,21 +366,34 @@ def cmd_report(args):
     return 0
 
 
-def cmd_fidelity(args):
-    from harness.report.fidelity import write_fidelity
+def _write_agreement(args, runs, names, stem, title=None):
+    """cmd_fidelity and cmd_agreement: check the folders, write <out>/<stem>.md and print the agreement table."""
+    from harness.report.fidelity import write_agreement
 
     dataset = dataset_of(args)
-    for run in filter(None, (args.harness, args.fib, args.fib_again)):
+    for run in filter(None, (runs.a, runs.b, runs.b_again)):
         if not (Path(run) / "traces").is_dir():
             raise DataError(run, "no traces/ folder: not a run's output folder or dataset root")
     definitions = [dataset.definition(n) for n in (args.definition or sorted(dataset.definitions))]
     try:
-        table = write_fidelity(args.out, definitions, args.harness, args.fib, args.fib_again)
+        table = write_agreement(args.out, definitions, runs, names, stem, title)
     except ValueError as exc:
-        raise DataError("fidelity", str(exc)) from None
+        raise DataError(stem, str(exc)) from None
     print(table.to_string(index=False))
-    print(f"fidelity report: {Path(args.out) / 'fidelity.md'}")
+    print(f"{stem} report: {Path(args.out) / f'{stem}.md'}")
     return 0
+
+
+def cmd_fidelity(args):
+    from harness.report.fidelity import FIDELITY_NAMES, FIDELITY_TITLE, Runs
+    return _write_agreement(args, Runs(args.harness, args.fib, args.fib_again), FIDELITY_NAMES, "fidelity",
+                            FIDELITY_TITLE)
+
+
+def cmd_agreement(args):
+    from harness.report.fidelity import Runs
+    names = args.names or (Path(args.run).resolve().name, Path(args.against).resolve().name)
+    return _write_agreement(args, Runs(args.run, args.against, args.again), names, "agreement")
 
 
 def cmd_package(args):

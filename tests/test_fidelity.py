@@ -1,5 +1,6 @@
-"""The fidelity report (harness/report/fidelity.py) on hand-made trace folders: one run of the harness, two of
-FlashInfer-Bench; every figure worked out by hand."""
+"""The fidelity and agreement reports (harness/report/fidelity.py) on hand-made trace folders: one run of the harness,
+two of FlashInfer-Bench (or any run a against run b and b again); every figure worked out by hand."""
+import csv
 import json
 
 from harness.cli import main
@@ -7,13 +8,13 @@ from harness.cli import main
 DEF = "gdn_decode_qk4_v8_d128_k_last"
 
 
-def _trace(uuid, batch, status, latency_ms=None, max_abs=0.001):
+def _trace(uuid, batch, status, latency_ms=None, max_abs=0.001, solution="sol"):
     ev = {"status": status, "environment": {"hardware": "NVIDIA H200", "libs": {}}, "timestamp": "2026-12-02T00:00:00",
           "log": "", "correctness": {"max_relative_error": 0.01, "max_absolute_error": max_abs}
           if status in ("PASSED", "INCORRECT_NUMERICAL") else None,
           "performance": {"latency_ms": latency_ms, "reference_latency_ms": 0.0, "speedup_factor": 0.0}
           if status == "PASSED" else None}
-    return {"definition": DEF, "solution": "sol", "workload": {"uuid": uuid, "axes": {"batch_size": batch},
+    return {"definition": DEF, "solution": solution, "workload": {"uuid": uuid, "axes": {"batch_size": batch},
                                                                 "inputs": {}}, "evaluation": ev}
 
 
@@ -47,4 +48,53 @@ def test_fidelity_pairs_the_runs_and_sets_the_ratios_against_fib_against_itself(
 
 def test_fidelity_refuses_a_folder_without_traces(tmp_path, capsys):
     assert main(["fidelity", "--harness", str(tmp_path), "--fib", str(tmp_path), "--out", str(tmp_path / "o")]) == 2
+    assert "no traces/ folder" in capsys.readouterr().err
+
+
+def test_agreement_pairs_any_two_runs_named_after_their_folders(tmp_path, capsys):
+    ray = _run(tmp_path / "ray", [_trace("w1", 1, "PASSED", 0.0102), _trace("w2", 1, "PASSED", 0.0190, 0.002),
+                                  _trace("w3", 64, "PASSED", 0.0480),
+                                  _trace("w1", 1, "PASSED", 0.0300, solution="other"),
+                                  _trace("w2", 64, "RUNTIME_ERROR", solution="other")])
+    local = _run(tmp_path / "local", [_trace("w1", 1, "PASSED", 0.0100), _trace("w2", 1, "PASSED", 0.0200),
+                                      _trace("w3", 64, "PASSED", 0.0400),
+                                      _trace("w1", 1, "PASSED", 0.0250, solution="other"),
+                                      _trace("w2", 64, "PASSED", 0.0100, solution="other")])
+    again = _run(tmp_path / "again", [_trace("w1", 1, "PASSED", 0.0097), _trace("w2", 1, "PASSED", 0.0208),
+                                      _trace("w3", 64, "PASSED", 0.0412)])           # "other" not run again
+    out = tmp_path / "out"
+    assert main(["agreement", "--run", ray, "--against", local, "--again", again, "--definition", DEF,
+                 "--out", str(out)]) == 0
+    assert f"agreement report: {out / 'agreement.md'}" in capsys.readouterr().out
+    assert not (out / "fidelity.md").exists() and (out / "agreement_pairs.csv").exists()
+    rows = {r["solution"]: r for r in csv.DictReader((out / "agreement.csv").open())}
+    sol, other = rows["sol"], rows["other"]
+    assert (sol["pairs"], sol["verdicts_equal"], sol["both_passed"], sol["errors_bitwise_equal"]) == ("3", "3", "3", "2")
+    # ratios ray / local: 0.0102/0.0100 = 1.02, 0.0190/0.0200 = 0.95, 0.0480/0.0400 = 1.20
+    assert abs(float(sol["ratio_median"]) - 1.02) < 1e-9
+    assert abs(float(sol["ratio_min"]) - 0.95) < 1e-9 and abs(float(sol["ratio_max"]) - 1.20) < 1e-9
+    # noise again / local: 0.0097/0.0100 = 0.97, 0.0208/0.0200 = 1.04, 0.0412/0.0400 = 1.03
+    assert abs(float(sol["noise_min"]) - 0.97) < 1e-9 and abs(float(sol["noise_max"]) - 1.04) < 1e-9
+    assert abs(float(sol["within_noise"]) - 1 / 3) < 1e-9                      # only 1.02 inside [0.97, 1.04]
+    assert (other["pairs"], other["verdicts_equal"], other["both_passed"], other["errors_bitwise_equal"]) == \
+        ("2", "1", "1", "1")
+    assert abs(float(other["ratio_median"]) - 1.2) < 1e-9                      # 0.0300/0.0250
+    assert other["noise_min"] == other["noise_max"] == other["within_noise"] == ""   # no second run of it
+    md = (out / "agreement.md").read_text()
+    assert md.startswith("# ray against local\n")
+    assert f"; local again (noise floor): `{again}`." in md and "Ratios are ray latency / local latency" in md
+    assert f"- {DEF} other w2: ray RUNTIME_ERROR, local PASSED" in md
+    assert f"| {DEF} | sol | 0.9850 | 1.2000 |" in md                          # B=1: (1.02 + 0.95) / 2; B=64: 1.20
+    assert f"| {DEF} | other | 1.2000 | - |" in md
+
+
+def test_agreement_takes_names_and_refuses_a_folder_without_traces(tmp_path, capsys):
+    run = _run(tmp_path / "a", [_trace("w1", 1, "PASSED", 0.0110)])
+    against = _run(tmp_path / "b", [_trace("w1", 1, "INCORRECT_NUMERICAL")])
+    assert main(["agreement", "--run", run, "--against", against, "--definition", DEF, "--names", "Ray", "local",
+                 "--out", str(tmp_path / "out")]) == 0
+    md = (tmp_path / "out" / "agreement.md").read_text()
+    assert "Ray run: " in md and "; no second local run was given, so there is no noise floor." in md
+    assert f"- {DEF} sol w1: Ray PASSED, local INCORRECT_NUMERICAL" in md
+    assert main(["agreement", "--run", run, "--against", str(tmp_path), "--out", str(tmp_path / "o")]) == 2
     assert "no traces/ folder" in capsys.readouterr().err

@@ -1,7 +1,9 @@
-"""How far the harness's verdicts and latencies are from FlashInfer-Bench's own, on the same solutions, workloads and
-inputs: verdict agreement, bitwise-equal max errors, and latency ratios per workload and by size, set against the
-spread of FlashInfer-Bench against itself (a second run of it) when one is given. Both tools write traces in the
-official layout (<folder>/traces/<author>/<op_type>/<definition>.jsonl), so any two runs can be paired."""
+"""How far two runs of the same solutions, workloads and inputs are from each other (the harness against
+FlashInfer-Bench's own run, or the harness on Ray against the harness locally): verdict agreement, bitwise-equal max
+errors, and latency ratios per workload and by size, set against the spread of the second run against itself (that
+run made again) when one is given. Both tools write traces in the official layout
+(<folder>/traces/<author>/<op_type>/<definition>.jsonl), so any two runs can be paired."""
+from dataclasses import dataclass
 from pathlib import Path
 
 import pandas as pd
@@ -24,7 +26,7 @@ def paired(rows_a, rows_b, suffixes=("_a", "_b")):
 
 def agreement(pairs, noise=None):
     """Per (definition, solution): pairs, verdicts equal, max errors bitwise equal (pairs PASSED on both sides),
-    latency ratio median / min / max, and with `noise` (paired() of the reference tool against itself) the share of
+    latency ratio median / min / max, and with `noise` (paired() of run b again against run b) the share of
     workloads whose ratio lies inside that run's range of ratios for the same solution."""
     out = []
     for (definition, solution), g in pairs.groupby(["definition", "solution"], sort=False):
@@ -59,29 +61,49 @@ def load(folder, definitions):
     return rows.assign(bucket=rows.apply(bucket_of, axis=1))
 
 
-def write_fidelity(out_dir, definitions, harness_dir, fib_dir, fib_again_dir=None):
-    """<out_dir>/fidelity.md and .csv: the harness's run against FlashInfer-Bench's (ratio harness / FIB), and
-    FIB's second run against its first as the noise floor. Returns the agreement table."""
+@dataclass(frozen=True)
+class Runs:
+    """The two runs to pair (output folders or dataset roots holding traces/), and optionally run b again."""
+    a: str
+    b: str
+    b_again: str | None = None
+
+
+def write_agreement(out_dir, definitions, runs, names, stem, title=None):
+    """<out_dir>/<stem>.md, <stem>.csv and <stem>_pairs.csv: run a against run b (ratio a / b), and b's second run
+    against its first as the noise floor. `names` labels (a, b) in the Markdown. Returns the agreement table."""
+    a_name, b_name = names
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
-    fib = load(fib_dir, definitions)
-    pairs = paired(load(harness_dir, definitions), fib)
-    noise = paired(load(fib_again_dir, definitions), fib) if fib_again_dir else None
+    b = load(runs.b, definitions)
+    pairs = paired(load(runs.a, definitions), b)
+    noise = paired(load(runs.b_again, definitions), b) if runs.b_again else None
     table = agreement(pairs, noise)
     buckets = by_bucket(pairs)
-    pairs.to_csv(out / "fidelity_pairs.csv", index=False)
-    table.to_csv(out / "fidelity.csv", index=False)
-    md = ["# The harness against FlashInfer-Bench", "",
-          f"Harness run: `{harness_dir}`; FlashInfer-Bench run: `{fib_dir}`"
-          + (f"; FlashInfer-Bench again (noise floor): `{fib_again_dir}`" if fib_again_dir else
-             "; no second FlashInfer-Bench run was given, so there is no noise floor") + ".", "",
-          "Ratios are harness latency / FlashInfer-Bench latency, over the pairs PASSED in both runs. "
+    pairs.to_csv(out / f"{stem}_pairs.csv", index=False)
+    table.to_csv(out / f"{stem}.csv", index=False)
+    md = [f"# {title or f'{a_name} against {b_name}'}", "",
+          f"{a_name[:1].upper() + a_name[1:]} run: `{runs.a}`; {b_name} run: `{runs.b}`"
+          + (f"; {b_name} again (noise floor): `{runs.b_again}`" if runs.b_again else
+             f"; no second {b_name} run was given, so there is no noise floor") + ".", "",
+          f"Ratios are {a_name} latency / {b_name} latency, over the pairs PASSED in both runs. "
           "`errors_bitwise_equal` counts those pairs whose max absolute and relative errors are equal to the bit.", "",
           "## Agreement", "", _md_table(table, ".4f"), "",
           "## Median ratio by batch size / T bucket", "", _md_table(buckets, ".4f"), ""]
     differ = pairs[pairs.status_a != pairs.status_b]
     md += ["## Verdicts that differ", ""]
-    md += [f"- {r.definition} {r.solution} {r.uuid}: harness {r.status_a}, FlashInfer-Bench {r.status_b}"
+    md += [f"- {r.definition} {r.solution} {r.uuid}: {a_name} {r.status_a}, {b_name} {r.status_b}"
            for r in differ.itertuples()] or ["- none"]
-    (out / "fidelity.md").write_text("\n".join(md) + "\n", encoding="utf-8")
+    (out / f"{stem}.md").write_text("\n".join(md) + "\n", encoding="utf-8")
     return table
+
+
+FIDELITY_NAMES = ("harness", "FlashInfer-Bench")
+FIDELITY_TITLE = "The harness against FlashInfer-Bench"
+
+
+def write_fidelity(out_dir, definitions, harness_dir, fib_dir, fib_again_dir=None):
+    """<out_dir>/fidelity.md and .csv: the harness's run against FlashInfer-Bench's (ratio harness / FIB), and
+    FIB's second run against its first as the noise floor. Returns the agreement table."""
+    return write_agreement(out_dir, definitions, Runs(harness_dir, fib_dir, fib_again_dir), FIDELITY_NAMES,
+                           "fidelity", FIDELITY_TITLE)
