@@ -245,3 +245,24 @@ def test_without_ray_installed_it_says_how_to_get_it(tmp_path, monkeypatch, caps
     err = capsys.readouterr().err
     assert rc == 2 and "Ray is not installed" in err and "pip install '.[ray]'" in err
     assert not (tmp_path / "out").exists()
+
+
+AS_THE_DRIVER = """
+import os
+def run(x, y, alpha, z):
+    # Ray's workers run at niceness 15 with OMP_NUM_THREADS=1; a child timed on an actor must not
+    assert os.nice(0) == {nice}, f"niceness {{os.nice(0)}}"
+    assert os.environ.get("OMP_NUM_THREADS") == {omp!r}, os.environ.get("OMP_NUM_THREADS")
+    z.copy_(x + alpha * y)
+"""
+
+
+@pytest.mark.parametrize("omp", [None, "3"])
+def test_an_actor_runs_its_children_as_a_local_run_does(cluster, tmp_path, monkeypatch, omp):
+    if omp is None:
+        monkeypatch.delenv("OMP_NUM_THREADS", raising=False)
+    else:
+        monkeypatch.setenv("OMP_NUM_THREADS", omp)
+    ds, definition, workloads, sols = _toy(tmp_path, {"as_driver": AS_THE_DRIVER.format(nice=os.nice(0), omp=omp)})
+    results = evaluate(ds, definition, workloads[:1], sols, _opts(tmp_path / "ray", RayOptions(cluster, 1)))
+    assert [r.trace.evaluation.status.value for r in results] == ["PASSED"], results[0].trace.evaluation.log

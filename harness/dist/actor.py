@@ -37,7 +37,9 @@ def clear_dead_copies():
 
 @ray.remote(max_restarts=0, max_concurrency=1)  # the driver replaces a dead actor and writes its pair's trace
 class PairActor:
-    def __init__(self, opts):
+    def __init__(self, opts, driver_sets_omp):
+        if not driver_sets_omp:   # Ray's own OMP_NUM_THREADS=1: the children get the driver's environment
+            os.environ.pop("OMP_NUM_THREADS", None)
         self.device, self.pool = opts.device, pool_of(opts)
         clear_dead_copies()
         self.dir = tempfile.mkdtemp(prefix=f"{COPIES}{os.getpid()}-")

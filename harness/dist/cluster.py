@@ -48,6 +48,16 @@ def connect(options):
     return ray
 
 
+def actor_env():
+    """The environment an actor runs its children in, as a local run's: Ray starts workers at niceness 15
+    (RAY_worker_niceness: below everything else on the host, where host-bound timed calls compete), and sets
+    OMP_NUM_THREADS=1 where the driver has none, which the actor undoes (PairActor.__init__)."""
+    env = {"RAY_worker_niceness": "0"}
+    if "OMP_NUM_THREADS" in os.environ:
+        env["OMP_NUM_THREADS"] = os.environ["OMP_NUM_THREADS"]
+    return env
+
+
 def actor_count(ray, options, device):
     """How many actors to start: one per GPU of the cluster by default; refused beyond what it holds."""
     kind = "GPU" if device.startswith("cuda") else "CPU"

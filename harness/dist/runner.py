@@ -4,6 +4,7 @@ each, and writes every result as it arrives (harness/eval/record.py), so a kille
 
 An actor that dies gives its pair RUNTIME_ERROR, one that does not answer in time TIMEOUT, with the official
 messages of a child that does so (harness/eval/pool.py); it is replaced, and no other pair is affected."""
+import os
 import time
 from collections import Counter
 from dataclasses import dataclass, field
@@ -11,7 +12,7 @@ from pathlib import Path
 
 from harness.data.jsonio import DataError
 from harness.data.trace import Status
-from harness.dist.cluster import actor_count, connect
+from harness.dist.cluster import actor_count, actor_env, connect
 from harness.eval import environment
 from harness.eval.pool import CRASHED, READY_LIMIT_S, TIMED_OUT
 from harness.eval.record import Ran
@@ -54,7 +55,8 @@ class RayRunner:
         from harness.dist.actor import PairActor
 
         cuda = opts.device.startswith("cuda")
-        self.actor_class = PairActor.options(**({"num_gpus": 1} if cuda else {"num_cpus": 1}))
+        self.actor_class = PairActor.options(**({"num_gpus": 1} if cuda else {"num_cpus": 1}),
+                                             runtime_env={"env_vars": actor_env()})
         n = actor_count(self.ray, opts.ray, opts.device)
         # a pair's own limit is --timeout (after the 30 s start limit in process mode); beyond it plus the grace,
         # the actor itself is stuck
@@ -67,7 +69,7 @@ class RayRunner:
               f"{self.ray.get_runtime_context().gcs_address}")
 
     def _start(self, slot):
-        slot.actor = self.actor_class.remote(self.opts)
+        slot.actor = self.actor_class.remote(self.opts, "OMP_NUM_THREADS" in os.environ)
         slot.ready, slot.asked, slot.warm = slot.actor.ready.remote(), time.monotonic(), set()
         return slot
 
