@@ -10,11 +10,13 @@ import os
 import shutil
 import subprocess
 import time
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, fields, replace
+from functools import partial
 from pathlib import Path
 
 from harness import REPO
-from harness.data.jsonio import DataError, read_json, write_json_atomic
+from harness.data.dataset import extras_path
+from harness.data.jsonio import DataError, read_json, read_jsonl, write_json_atomic
 from harness.data.solution import BuildSpec, Solution, SourceFile, check_source_path
 from harness.data.starter_kit import SKIP_PARTS, SKIP_SUFFIXES
 
@@ -337,7 +339,7 @@ def add_public_parser(subparsers):
     ls = actions.add_parser("list", help="what is known, fetched and runnable here")
     ls.add_argument("--cache", default=str(DEFAULT_CACHE), metavar="DIR", help="default: .cache/public in the repo")
     ls.set_defaults(func=cmd_list)
-    from harness.cli import add_run_options
+    from harness.cli import add_run_options, non_negative_int
     r = actions.add_parser("run", help="ours, the FlashInfer baseline, FLA and every fetched entry that can run here, "
                                        "in one run per definition, then the leaderboard (a GPU)")
     add_run_options(r)
@@ -345,6 +347,9 @@ def add_public_parser(subparsers):
     r.add_argument("--solution", action="append", default=[], metavar="SOL",
                    help="also run this solution (a .json, a starter-kit folder, a dataset root; repeatable), e.g. "
                         "your own candidate or an earlier version of ours")
+    r.add_argument("--give-up-after", type=non_negative_int, default=2, metavar="N",
+                   help="after N timeouts of an entry, its pairs on workloads with no smaller inputs are not run "
+                        "(listed with the reason, no trace; workloads run smallest first). Default 2; 0: never")
     r.set_defaults(func=cmd_run, default_out=None)
     rep = actions.add_parser("report", help="the leaderboard again from a public run's folder (no GPU needed)")
     rep.add_argument("--out", required=True, metavar="DIR", help="the folder the public run wrote")
@@ -408,6 +413,7 @@ def cmd_run(args):
     from harness.eval.console import run_definition
     from harness.full import RESULTS_ROOT, RunRecord, gpu_slug, record_run, start_from_results_cache
     from harness.data.resolve import resolve
+    from harness.eval.give_up import input_elements
 
     device = device_of(args)
     if not device.startswith("cuda"):
@@ -431,8 +437,10 @@ def cmd_run(args):
         ours[d.name], not_run[d.name] = sols[0].name, left_out
         for entry, why in left_out:
             print(f"{d.name}: {entry.name} is not run: {why}")
-        plans.append((d, select_workloads(dataset.workloads(d), args.workloads), sols))
-    runs = [run_options(args, device, d, out) for d in definitions]
+        # smallest first: the quick results come early, and an entry that times out does so on the larger rest
+        workloads = sorted(select_workloads(dataset.workloads(d), args.workloads), key=partial(input_elements, d))
+        plans.append((d, workloads, sols))
+    runs = [replace(run_options(args, device, d, out), give_up_after=args.give_up_after or None) for d in definitions]
     print_differences(*runs)
     results = []
     for (d, workloads, sols), opts in zip(plans, runs):
@@ -451,7 +459,7 @@ def write_board(out, definitions, ours, entries, not_run):
 
     facts = {e.name: f"{e.repo}@{e.commit}" for e in entries}
     for name, table in write_leaderboard(out, definitions, ours, facts=facts).items():
-        _append_not_run(out / "leaderboard" / f"{name}.md", not_run[name])
+        _append_not_run(out / "leaderboard" / f"{name}.md", not_run[name], given_up(out, name))
         print(table.to_string(index=False))
     print(f"leaderboard: {out / 'leaderboard'}/")
 
@@ -492,9 +500,27 @@ def traced_capability(trace_file):
     return tuple(int(x) for x in cc.split(".")) if cc else None
 
 
-def _append_not_run(md, left_out):
-    """The entries this run could not time, with the reason: listed, never silently dropped."""
+def given_up(out, definition_name):
+    """{solution name: (pairs, reason)} of the pairs the run gave up on (--give-up-after) that have no trace since."""
+    from harness.eval.record import NOT_RUN
+    ep = extras_path(out, definition_name)
+    lines = [e for _, e in read_jsonl(ep, allow_partial_tail=True)] if ep.exists() else []
+    traced = {(e["solution"], e["workload"]) for e in lines if e.get("status") != NOT_RUN}
+    out = {}
+    for e in lines:
+        if e.get("status") == NOT_RUN and (e["solution"], e["workload"]) not in traced:
+            n, _ = out.get(e["solution"], (0, None))
+            out[e["solution"]] = (n + 1, e["reason"])
+    return out
+
+
+def _append_not_run(md, left_out, gave_up):
+    """The entries this run could not time, and the pairs it gave up on, with the reason: listed, never silently
+    dropped."""
     lines = ["", "## Not run here", ""]
     lines += [f"- {entry.name} ({entry.repo}@{entry.commit[:12]}): {why}" for entry, why in left_out] or ["- none"]
+    if gave_up:
+        lines += ["", "## Pairs given up on (no trace)", ""]
+        lines += [f"- {name}: {n} workload(s) {why}" for name, (n, why) in gave_up.items()]
     with open(md, "a", encoding="utf-8") as f:
         f.write("\n".join(lines) + "\n")

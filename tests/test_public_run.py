@@ -31,7 +31,7 @@ def test_public_run_puts_every_runnable_entry_beside_ours_and_lists_the_rest(mon
     monkeypatch.setattr(harness.public, "public_solutions", fetched)
     monkeypatch.setattr(harness.eval.console, "run_definition",
                         lambda ds, d, w, sols, opts, stats=None, table=True: calls.append((d.name, [s.name for s in sols],
-                                                                                          len(w), opts)) or [])
+                                                                                          w, opts)) or [])
 
     def leaderboard(out, definitions, ours, facts=None):
         for d in definitions:
@@ -44,13 +44,16 @@ def test_public_run_puts_every_runnable_entry_beside_ours_and_lists_the_rest(mon
         return {d.name: pd.DataFrame() for d in definitions}
 
     monkeypatch.setattr(harness.report.leaderboard, "write_leaderboard", leaderboard)
-    assert main(["public", "run", "--out", str(tmp_path), "--workloads", "0-1"]) == 0
-    assert [(name, sols, n) for name, sols, n, _ in calls] == [
+    assert main(["public", "run", "--out", str(tmp_path), "--workloads", "0-6"]) == 0
+    assert [(name, sols, len(w)) for name, sols, w, _ in calls] == [
         ("gdn_decode_qk4_v8_d128_k_last", ["gdn-harness-decode", "flashinfer-gdn-decode", "fla-gdn-decode",
-                                           "public-gdn_decode"], 2),
+                                           "public-gdn_decode"], 7),
         ("gdn_prefill_qk4_v8_d128_k_last", ["gdn-harness-prefill", "flashinfer-gdn-prefill", "fla-gdn-prefill",
-                                            "public-gdn_prefil"], 2)]
-    assert all(opts.device == "cuda" and opts.isolation == "worker" for *_, opts in calls)
+                                            "public-gdn_prefil"], 7)]
+    assert all(opts.device == "cuda" and opts.isolation == "worker" and opts.give_up_after == 2 for *_, opts in calls)
+    # smallest inputs first (the prefill file's first seven have T = 6, 134, 134, 8192, 8192, 8192, 4124)
+    prefill_t = [w.axes["total_seq_len"] for w in calls[1][2]]
+    assert prefill_t[:3] == [6, 134, 134] and prefill_t[3] == 4124 and prefill_t[4:] == [8192] * 3
     assert f"{decode[0].name} is not run: not runnable here: does not run on sm_90: made up" in capsys.readouterr().out
     md = (tmp_path / "leaderboard" / "gdn_decode_qk4_v8_d128_k_last.md").read_text()
     assert "## Not run here" in md and f"- {decode[0].name} ({decode[0].repo}@{decode[0].commit[:12]})" in md

@@ -72,8 +72,16 @@ def run_definition(dataset, definition, workloads, solutions, opts, stats=None, 
         print(summary_table(results))
     print_failures(results)
     done = [r for r in results if not r.skipped]
+    given_up = {}
+    for r in results:
+        if r.not_run:
+            given_up.setdefault(r.solution.name, []).append(r)
+    for name, rs in given_up.items():
+        print(f"{definition.name}: {name}: {len(rs)} pair(s) {rs[0].not_run}")
     inputs = sorted({r.trace.evaluation.environment.libs.get("inputs", "?") for r in done})
-    print(f"{definition.name}: {len(done)} pairs evaluated ({len(results) - len(done)} skipped: already traced for "
-          f"the same content), {len(done) - len(not_passed(results))} PASSED, {len(not_passed(results))} not; "
+    not_run = sum(map(len, given_up.values()))
+    print(f"{definition.name}: {len(done)} pairs evaluated ({len(results) - len(done) - not_run} skipped: already "
+          f"traced for the same content" + (f"; {not_run} not run" if not_run else "") + f"), "
+          f"{len(done) - len(not_passed(results))} PASSED, {len(not_passed(results))} not; "
           f"inputs: {', '.join(inputs) or '-'}")
     return results

@@ -14,6 +14,7 @@ from harness.data.dataset import append_jsonl, extras_path
 from harness.data.trace import Status
 from harness.eval.child import Job, official_timing
 from harness.eval.costs import summarize
+from harness.eval.give_up import GiveUp, earlier_timeouts
 from harness.eval.options import default_prepare_jobs
 from harness.eval.payloads import prepare_in_parallel, prepare_workload
 from harness.eval.record import Pair, Prepared, Recorder
@@ -76,17 +77,20 @@ def evaluate(dataset, definition, workloads, solutions, opts, stats=None):
                    disable=not opts.show_progress, leave=True, mininterval=0.1 if tty else 30.0, ascii=not tty)
         late = unprofiled_workloads(out_dir, solutions, definition) if opts.resume and opts.profile_baseline else set()
         recorder = Recorder(definition, opts, ref_timing_label, bar, results)
+        give_up = GiveUp(definition, opts.give_up_after, results, earlier_timeouts(out_dir, solutions, definition)
+                         if opts.resume else {}) if opts.give_up_after else None
         with open_runner(opts, recorder) as runner:
             runner.start([s.name for s in solutions if s.name not in rejected
                           and any((s.name, w.uuid) not in done for w in workloads)])
             ref_spent, ref_skipped = _loop(dataset, definition, workloads, solutions, opts, done, cache, runner,
-                                           cache_dir, prepared, recorder, late, rejected)
+                                           cache_dir, prepared, recorder, late, rejected, give_up)
         bar.close()
     order = {(w.uuid, s.name): i for i, (w, s) in enumerate((w, s) for w in workloads for s in solutions)}
     results.sort(key=lambda r: order[(r.workload.uuid, r.solution.name)])  # Ray records them as they arrive
     if stats is not None:
         stats.update(reference_timing_s=round(ref_spent, 3), loop_s=round(time.monotonic() - run_start, 3),
-                     pairs=sum(not r.skipped for r in results), prepare_jobs=opts.prepare_jobs,
+                     pairs=sum(not r.skipped for r in results), not_run=sum(bool(r.not_run) for r in results),
+                     prepare_jobs=opts.prepare_jobs,
                      references_timed=len(cache.timed),
                      per_pair=summarize([r.cost for r in results if r.cost is not None]))
     if cache.timed:
@@ -114,10 +118,11 @@ def _report_builds(builds, definition, stats):
 
 
 def _loop(dataset, definition, workloads, solutions, opts, done, cache, runner, cache_dir, prepared, recorder, late,
-          rejected):
+          rejected, give_up):
     """The per-workload loop of evaluate(): returns (seconds spent timing references, references not timed).
     `late`: workloads whose earlier traces lack a reference latency; timed here (budget permitting) and
-    recorded in the extras. `rejected`: {solution name: why its build fails}, traced without a child."""
+    recorded in the extras. `rejected`: {solution name: why its build fails}, traced without a child.
+    `give_up`: a GiveUp (harness/eval/give_up.py) or None."""
     ref_spent, ref_skipped = 0.0, 0
     out_dir = Path(opts.out_dir)
     ref_timing_label, bar = recorder.label, recorder.bar
@@ -155,6 +160,10 @@ def _loop(dataset, definition, workloads, solutions, opts, done, cache, runner, 
         prep = Prepared(workload, provenance, ref_ms, time.monotonic() - prep_start, reference_s,
                         prepared.get(workload.uuid))
         for sol in todo:
+            why = give_up and give_up.why(sol, workload)
+            if why:
+                recorder.not_run(workload, sol, why)
+                continue
             pair = Pair(prep, sol, Job(definition.to_json(), sol.to_json(), workload.to_json(), str(path), opts.device,
                                        opts.tolerance, timing, opts.timer, strict=opts.strict))
             if sol.name in rejected:

@@ -11,13 +11,17 @@ from harness.eval.costs import PairCost, calls_per_pair
 from harness.eval.traces import make_trace, solution_digest
 
 
+NOT_RUN = "NOT_RUN"   # the extras status of a pair given up on; never a trace's
+
+
 @dataclass
 class PairResult:
     workload: object
     solution: object
     trace: Trace
     warnings: list = field(default_factory=list)
-    skipped: bool = False
+    skipped: bool = False             # not evaluated: already traced, or not run (below)
+    not_run: str | None = None        # why it was not run (harness/eval/give_up.py); no trace
     trace_file: Path | None = None
     cost: PairCost | None = None
 
@@ -63,6 +67,14 @@ class Recorder:
 
     def skipped(self, workload, solution):
         self.results.append(PairResult(workload, solution, None, skipped=True))
+        self.bar.update(1)
+
+    def not_run(self, workload, solution, why):
+        """A pair given up on: no trace (nothing was measured), an extras line with the reason."""
+        append_jsonl(extras_path(Path(self.opts.out_dir), self.definition.name), {
+            "solution": solution.name, "author": solution.author, "workload": workload.uuid,
+            "solution_digest": solution_digest(solution), "status": NOT_RUN, "reason": why})
+        self.results.append(PairResult(workload, solution, None, skipped=True, not_run=why))
         self.bar.update(1)
 
     def rejected(self, pair, problem):

@@ -22,16 +22,19 @@ def solution_digest(solution):
     return hashlib.sha256(json.dumps(body, sort_keys=True).encode()).hexdigest()[:16]
 
 
-def done_pairs(out_dir, solutions, definition):
-    """(name, uuid) of the pairs traced in out_dir for the same solution content."""
-    done = set()
+def kept_traces(out_dir, solutions, definition):
+    """The traces in out_dir written for the same solution content (those a resumed run keeps)."""
     for sol in solutions:
         digest = solution_digest(sol)
         for tr in read_traces(trace_path(out_dir, sol.author, definition.op_type, definition.name)):
             if tr.solution == sol.name and tr.evaluation is not None \
                     and tr.evaluation.environment.libs.get("solution_digest") == digest:
-                done.add((sol.name, tr.workload.uuid))
-    return done
+                yield tr
+
+
+def done_pairs(out_dir, solutions, definition):
+    """(name, uuid) of the pairs traced in out_dir for the same solution content."""
+    return {(tr.solution, tr.workload.uuid) for tr in kept_traces(out_dir, solutions, definition)}
 
 
 def stale_path(out_root, author, op_type, definition_name):

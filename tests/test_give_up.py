@@ -1,0 +1,53 @@
+"""--give-up-after (the public run): a solution that timed out on N workloads is not run on workloads with no
+smaller inputs; those pairs get no trace, an extras line with the reason, and the leaderboard lists them."""
+import json
+from dataclasses import replace
+
+from harness.data.dataset import Dataset, read_traces, trace_path
+from harness.data.solution import Solution
+from harness.eval.child import TimingConfig
+from harness.eval.give_up import input_elements
+from harness.eval.loop import evaluate
+from harness.eval.options import EvalOptions, differences
+from harness.public import given_up
+from tests.toy import make_toy_root, toy_solution
+
+GOOD = "def run(x, y, alpha, z):\n    z.copy_(x + alpha * y)\n"
+SLEEPS = "import time\ndef run(x, y, alpha, z):\n    time.sleep(60)\n"
+
+
+def test_input_size_counts_every_input_element():
+    ds = Dataset()
+    decode = ds.definition("gdn_decode_qk4_v8_d128_k_last")
+    w = next(w for w in ds.workloads(decode) if w.axes["batch_size"] == 1)
+    # q, k [1, 1, 4, 128]; v [1, 1, 8, 128]; state [1, 8, 128, 128]; A_log, dt_bias [8]; a, b [1, 1, 8]; scale
+    assert input_elements(decode, w) == 2 * 512 + 1024 + 8 * 128 * 128 + 2 * 8 + 2 * 8 + 1
+
+
+def test_a_solution_that_times_out_is_not_run_on_larger_workloads(tmp_path):
+    ds = Dataset(make_toy_root(tmp_path / "toy"))
+    toy = ds.definition("toy_axpy")
+    by_size = sorted(ds.workloads(toy), key=lambda w: input_elements(toy, w))
+    assert [w.uuid for w in by_size] == ["w-blob", "w-standin", "w-random"]   # n = 4, 8, 16: 4n + 1 elements
+    sols = [Solution.from_json(toy_solution(n, body), n) for n, body in (("good", GOOD), ("sleeps", SLEEPS))]
+    out = tmp_path / "out"
+    opts = EvalOptions(device="cpu", out_dir=out, timeout=3, timing=TimingConfig(0, 1, 1), show_progress=False,
+                       profile_baseline=False, isolation="worker", resume=True, give_up_after=1)
+    assert any("--give-up-after" in n for n in differences(opts))
+    assert not any("--give-up-after" in n for n in differences(replace(opts, give_up_after=None)))
+    results = evaluate(ds, toy, by_size, sols, opts)
+    got = {(r.solution.name, r.workload.uuid): r.trace.evaluation.status.value if r.trace else r.not_run
+           for r in results}
+    why = "not run: it timed out on 1 workload(s) with no larger inputs (--give-up-after 1)"
+    assert got == {("good", "w-blob"): "PASSED", ("good", "w-standin"): "PASSED", ("good", "w-random"): "PASSED",
+                   ("sleeps", "w-blob"): "TIMEOUT", ("sleeps", "w-standin"): why, ("sleeps", "w-random"): why}
+    traces = read_traces(trace_path(out, "tester", "toy", "toy_axpy"))
+    assert sorted((t.solution, t.workload.uuid) for t in traces if t.solution == "sleeps") == [("sleeps", "w-blob")]
+    extras = [json.loads(x) for x in (out / "harness" / "toy_axpy.jsonl").read_text().splitlines()]
+    assert sorted(e["workload"] for e in extras if e["status"] == "NOT_RUN") == ["w-random", "w-standin"]
+    assert given_up(out, "toy_axpy") == {"sleeps": (2, why)}
+
+    # resumed: the kept TIMEOUT trace still counts, so nothing of the sleeper runs again
+    again = evaluate(ds, toy, by_size, sols, opts)
+    assert [r.not_run for r in again if r.not_run] == [why, why]
+    assert all(r.skipped for r in again)
