@@ -166,15 +166,22 @@ def build_parser():
     p.add_argument("--base", action="append", default=[],
                    help="also write compare/<definition>.md with ratios to this solution (repeatable)")
     p.set_defaults(func=cmd_report)
-    p = sub.add_parser("fidelity", help="a harness run against FlashInfer-Bench's own run of the same solutions: "
-                                        "verdicts, max errors, latency ratios (and its noise floor)")
-    p.add_argument("--harness", required=True, metavar="DIR", help="the harness's output folder (holds traces/)")
-    p.add_argument("--fib", required=True, metavar="DIR", help="FlashInfer-Bench's dataset root after its run")
+    p = sub.add_parser("fidelity", help="the harness against FlashInfer-Bench's own benchmark on the same solutions: "
+                                        "run both (--solution, a GPU) or pair two finished runs (--harness, --fib)")
+    _solution_option(p, required=False)
+    add_run_options(p)
+    p.add_argument("--fib-src", default=None, metavar="DIR",
+                   help="with --solution: a folder holding flashinfer_bench/ (default: the installed package)")
+    p.add_argument("--runner", choices=["isolated", "persistent"], default="isolated",
+                   help="with --solution: FlashInfer-Bench's runner (isolated: the contest's); the harness runs in "
+                        "the matching isolation (process / worker)")
+    p.add_argument("--profile-reference", action="store_true",
+                   help="with --solution: time the reference on both sides at the official settings (minutes per "
+                        "decode workload under CUPTI)")
+    p.add_argument("--harness", default=None, metavar="DIR", help="the harness's output folder (holds traces/)")
+    p.add_argument("--fib", default=None, metavar="DIR", help="FlashInfer-Bench's dataset root after its run")
     p.add_argument("--fib-again", default=None, metavar="DIR",
                    help="a second FlashInfer-Bench run of the same pairs: its ratios to the first are the noise floor")
-    p.add_argument("--definition", action="append", metavar="NAME", help="default: every definition")
-    p.add_argument("--dataset", default=None, metavar="DIR", help="dataset root (default: the repo's workloads/)")
-    p.add_argument("--out", required=True, metavar="DIR")
     p.set_defaults(func=cmd_fidelity)
     p = sub.add_parser("agreement", help="two runs of the same pairs (e.g. Ray against local): verdicts, max errors, "
                                          "latency ratios, and the second run's spread as the noise floor")
@@ -386,8 +393,40 @@ def _write_agreement(args, runs, names, stem, title=None):
 
 def cmd_fidelity(args):
     from harness.report.fidelity import FIDELITY_NAMES, FIDELITY_TITLE, Runs
-    return _write_agreement(args, Runs(args.harness, args.fib, args.fib_again), FIDELITY_NAMES, "fidelity",
-                            FIDELITY_TITLE)
+    if not args.out:
+        raise DataError("--out", "the report's folder is required")
+    if args.solution:
+        if args.harness or args.fib or args.fib_again:
+            raise DataError("fidelity", "--solution runs both tools; --harness/--fib pair finished runs: not both")
+        runs = Runs(*map(str, _run_fidelity(args)))
+    elif args.harness and args.fib:
+        runs = Runs(args.harness, args.fib, args.fib_again)
+    else:
+        raise DataError("fidelity", "name solutions to run (--solution) or two finished runs (--harness, --fib)")
+    return _write_agreement(args, runs, FIDELITY_NAMES, "fidelity", FIDELITY_TITLE)
+
+
+def _run_fidelity(args):
+    """Both tools on the chosen solutions and workloads (harness/fib.py); the folders of the three runs."""
+    from harness.eval.options import print_differences
+    from harness.fib import Fib, FibPlan, run_fidelity
+
+    device = device_of(args)
+    if not device.startswith("cuda"):
+        raise DataError("--device", "FlashInfer-Bench's runners need a GPU")
+    fib = Fib(args.fib_src, FibPlan(args.runner, args.profile_reference))
+    dataset = dataset_of(args)
+    plans = _plans(dataset, args)
+    if args.profile_reference:
+        args.reference_timing = "official"
+    else:
+        args.no_profile_baseline = True
+
+    def opts_of(definition, folder):
+        return run_options(args, device, definition, folder)
+
+    print_differences(*[opts_of(d, Path(args.out) / "harness") for d, _, _ in plans])
+    return run_fidelity(dataset, plans, opts_of, args.out, fib)
 
 
 def cmd_agreement(args):

@@ -1,0 +1,116 @@
+"""FlashInfer-Bench's own benchmark beside the harness, on the same solutions and inputs (`gdn-harness fidelity
+--solution ...`, a GPU): per definition, chunk by chunk of workloads, the harness, then FlashInfer-Bench (FIB), then
+FIB again, so drift over the run hits all three; then the fidelity report (harness/report/fidelity.py).
+
+FIB is imported from where the user has it (`--fib-src DIR` or installed); the project never vendors it. It reads a
+dataset root of its own: <out>/fib and <out>/fib-again each hold copies of definitions/ and workloads/, the given
+solutions as JSON at solutions/<author>/<op_type>/<definition>/<name>.json, and blob/ with links to the dataset's
+safetensors files, stand-ins included (the harness writes those when it prepares a workload, so the harness runs
+each chunk first). FIB appends its traces to traces/<author>/<op_type>/<definition>.jsonl, the harness's layout.
+The FIB settings are the contest's (its EVALUATION.md): timeout 300 s, the prefill at 1/5/3, FIB's defaults
+otherwise; its isolated runner (--use-isolated-runner, what the contest used) or its persistent one."""
+import importlib
+import json
+import shutil
+import sys
+from dataclasses import dataclass, replace
+from pathlib import Path
+
+from harness.data.jsonio import DataError
+
+CONTEST_COMMON = {"timeout_seconds": 300}
+CONTEST_FLAGS = {"gdn_prefill_qk4_v8_d128_k_last": {"warmup_runs": 1, "iterations": 5, "num_trials": 3}}
+# the harness mode that matches each FIB runner: a fresh process per pair, or one persistent child per solution
+ISOLATION_OF_RUNNER = {"isolated": "process", "persistent": "worker"}
+CHUNK = 10   # workloads per turn of harness / FIB / FIB again
+
+
+@dataclass(frozen=True)
+class FibPlan:
+    runner: str              # "isolated" (the contest's) or "persistent"
+    profile_reference: bool  # time the reference too (slow: minutes per decode workload under CUPTI)
+
+
+class Fib:
+    """FIB's Benchmark, imported from `src` (a folder holding flashinfer_bench/) or the environment, run as `plan`
+    says; a DataError that says how to get it when it is not importable."""
+
+    def __init__(self, src, plan):
+        if src:
+            if not (Path(src) / "flashinfer_bench").is_dir():
+                raise DataError("--fib-src", f"{src} holds no flashinfer_bench/ folder")
+            sys.path.insert(0, str(Path(src).resolve()))
+        try:
+            self.bench = importlib.import_module("flashinfer_bench.bench")
+            self.data = importlib.import_module("flashinfer_bench.data")
+        except ImportError as exc:
+            raise DataError("fidelity", f"FlashInfer-Bench is not importable ({exc})",
+                            "pass --fib-src DIR (a checkout of its repository) or pip install flashinfer-bench") \
+                from None
+        self.plan = plan
+
+    def config(self, definition, solutions):
+        """The contest's settings for one definition, built as FIB's CLI builds them (defaults + top-level flags)."""
+        overrides = {"use_isolated_runner": self.plan.runner == "isolated", "definitions": [definition.name],
+                     "solutions": [s.name for s in solutions], **CONTEST_COMMON,
+                     **CONTEST_FLAGS.get(definition.name, {})}
+        if not self.plan.profile_reference:
+            overrides["profile_baseline"] = False
+        return self.bench.BenchmarkConfig.default(**overrides)
+
+    def run(self, root, dataset, definition, solutions, workloads):
+        """FIB's Benchmark on `workloads` of `definition` in dataset root `root`; it writes the traces itself."""
+        link_blobs(root, dataset)
+        ts = self.data.TraceSet.from_path(str(root))
+        wanted = {w.uuid for w in workloads}
+        ts.workloads[definition.name] = [t for t in ts.workloads[definition.name] if t.workload.uuid in wanted]
+        bench = self.bench.Benchmark(ts, self.config(definition, solutions))
+        try:
+            bench.run_all(dump_traces=True, resume=True)
+        finally:
+            bench.close()
+
+
+def lay_out_root(root, dataset, definition, solutions):
+    """`root` as FIB's dataset root for `definition` (see the module doc); solutions placed afresh each time."""
+    root = Path(root)
+    for sub in ("definitions", "workloads"):
+        shutil.rmtree(root / sub, ignore_errors=True)
+        shutil.copytree(dataset.root / sub, root / sub)
+    shutil.rmtree(root / "solutions" / definition.name, ignore_errors=True)
+    for sol in solutions:
+        dest = root / "solutions" / sol.author / definition.op_type / definition.name / f"{sol.name}.json"
+        dest.parent.mkdir(parents=True, exist_ok=True)
+        dest.write_text(json.dumps(sol.to_json(), indent=2), encoding="utf-8")
+    link_blobs(root, dataset)
+
+
+def link_blobs(root, dataset):
+    """One symbolic link per safetensors file of the dataset (new stand-ins appear as the harness writes them)."""
+    src = dataset.root / "blob"
+    for p in src.rglob("*.safetensors") if src.is_dir() else []:
+        dest = Path(root) / "blob" / p.relative_to(src)
+        if not dest.exists():
+            dest.parent.mkdir(parents=True, exist_ok=True)
+            dest.symlink_to(p.resolve())
+
+
+def run_fidelity(dataset, plans, opts_of, out, fib):
+    """The three runs, chunk by chunk: `plans` [(definition, workloads, solutions)], `opts_of(definition, folder)`:
+    the harness's EvalOptions for it, `fib` a Fib. Returns the folders (harness, fib, fib-again)."""
+    from harness.eval.console import run_definition
+
+    out = Path(out)
+    folders = out / "harness", out / "fib", out / "fib-again"
+    for definition, workloads, solutions in plans:
+        for root in folders[1:]:
+            lay_out_root(root, dataset, definition, solutions)
+        opts = replace(opts_of(definition, folders[0]), isolation=ISOLATION_OF_RUNNER[fib.plan.runner])
+        for k in range(0, len(workloads), CHUNK):
+            chunk = workloads[k:k + CHUNK]
+            print(f"{definition.name}: workloads {k + 1}-{k + len(chunk)} of {len(workloads)}: harness, "
+                  f"FlashInfer-Bench ({fib.plan.runner} runner), FlashInfer-Bench again")
+            run_definition(dataset, definition, chunk, solutions, opts, table=False)
+            for root in folders[1:]:
+                fib.run(root, dataset, definition, solutions, chunk)
+    return folders

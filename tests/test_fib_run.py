@@ -1,0 +1,114 @@
+"""`gdn-harness fidelity --solution ...` (harness/fib.py): the harness and FlashInfer-Bench (FIB) twice, chunk by chunk,
+on one dataset. FIB itself needs a GPU, so a stand-in package with FIB's API (Benchmark, BenchmarkConfig, TraceSet)
+plays it here: it checks what FIB would read (its dataset root, the blobs, the settings) and writes traces where
+FIB writes them."""
+import json
+import textwrap
+
+import pytest
+
+import harness.eval.console
+import harness.fib
+from harness.cli import main
+from harness.data.dataset import Dataset, read_traces
+from harness.eval.child import TimingConfig
+from harness.eval.options import EvalOptions
+from harness.fib import Fib, FibPlan, run_fidelity
+from harness.report.fidelity import FIDELITY_NAMES, Runs, write_agreement
+from harness.data.solution import Solution
+from tests.toy import make_toy_root, toy_solution
+
+FAKE_BENCH = '''
+import json, pathlib
+LOG = []
+class BenchmarkConfig:
+    def __init__(self, **kw): self.__dict__.update(kw)
+    @classmethod
+    def default(cls, **kw): return cls(**kw)
+class Benchmark:
+    def __init__(self, ts, config): self.ts, self.config = ts, config
+    def run_all(self, dump_traces, resume):
+        root = pathlib.Path(self.ts.root)
+        for d in self.config.definitions:
+            for t in self.ts.workloads[d]:
+                for spec in t.workload["inputs"].values():   # FIB skips a workload whose blob is missing
+                    if spec["type"] == "safetensors":
+                        assert (root / spec["path"]).exists(), spec["path"]
+                LOG.append((root.name, d, t.workload["uuid"], self.config.use_isolated_runner,
+                            self.config.timeout_seconds, getattr(self.config, "profile_baseline", True)))
+                for name in self.config.solutions:
+                    sol = json.loads(next(root.glob(f"solutions/*/*/{d}/{name}.json")).read_text())
+                    out = root / "traces" / sol["author"] / "toy" / f"{d}.jsonl"
+                    out.parent.mkdir(parents=True, exist_ok=True)
+                    ev = {"status": "PASSED", "environment": {"hardware": "cpu", "libs": {}}, "timestamp": "t",
+                          "log": "", "correctness": {"max_relative_error": 0.0, "max_absolute_error": 0.0},
+                          "performance": {"latency_ms": 1.0, "reference_latency_ms": 0.0, "speedup_factor": 0.0}}
+                    with open(out, "a") as f:
+                        f.write(json.dumps({"definition": d, "solution": name, "workload": t.workload,
+                                            "evaluation": ev}) + "\\n")
+    def close(self): pass
+'''
+FAKE_DATA = '''
+import json, pathlib, types
+class Workload(dict):   # FIB's Workload model: .uuid, and (here) its JSON as a dict
+    uuid = property(lambda self: self["uuid"])
+class TraceSet:
+    @classmethod
+    def from_path(cls, root):
+        ts = cls(); ts.root = root; ts.workloads = {}
+        for p in pathlib.Path(root).glob("workloads/*/*.jsonl"):
+            rows = [json.loads(x) for x in p.read_text().splitlines() if x]
+            ts.workloads[rows[0]["definition"]] = [types.SimpleNamespace(workload=Workload(r["workload"]))
+                                                for r in rows]
+        return ts
+'''
+
+
+def _fake_fib(tmp_path):
+    pkg = tmp_path / "fibsrc" / "flashinfer_bench"
+    pkg.mkdir(parents=True)
+    (pkg / "__init__.py").write_text("")
+    (pkg / "bench.py").write_text(textwrap.dedent(FAKE_BENCH))
+    (pkg / "data.py").write_text(textwrap.dedent(FAKE_DATA))
+    return pkg.parent
+
+
+def test_both_tools_run_chunk_by_chunk_on_the_same_inputs(tmp_path, monkeypatch):
+    ds = Dataset(make_toy_root(tmp_path / "toy"))
+    toy = ds.definition("toy_axpy")
+    workloads = ds.workloads(toy)
+    sols = [Solution.from_json(toy_solution("good", "def run(x, y, alpha, z):\n    z.copy_(x + alpha * y)\n"),
+                               "good")]
+    fib = Fib(str(_fake_fib(tmp_path)), FibPlan("isolated", profile_reference=False))
+    order = []
+    real = harness.eval.console.run_definition
+    monkeypatch.setattr(harness.eval.console, "run_definition", lambda ds_, d, w, s, opts, table=True: order.append(
+        ("harness", [x.uuid for x in w], opts.isolation)) or real(ds_, d, w, s, opts, table=table))
+    monkeypatch.setattr(harness.fib, "CHUNK", 2)
+    opts_of = lambda d, folder: EvalOptions(device="cpu", out_dir=folder, timing=TimingConfig(0, 1, 1),  # noqa: E731
+                                           show_progress=False, profile_baseline=False, resume=True)
+    folders = run_fidelity(ds, [(toy, workloads, sols)], opts_of, tmp_path / "out", fib)
+    log = fib.bench.LOG
+    uuids = [w.uuid for w in workloads]   # w-random, w-blob, w-standin: chunks of 2 and 1
+    assert [(r[0], r[2]) for r in log] == [("fib", uuids[0]), ("fib", uuids[1]), ("fib-again", uuids[0]),
+                                           ("fib-again", uuids[1]), ("fib", uuids[2]), ("fib-again", uuids[2])]
+    assert all(r[3] is True and r[4] == 300 and r[5] is False for r in log)   # the contest's runner and timeout
+    assert order == [("harness", uuids[:2], "process"), ("harness", uuids[2:], "process")]
+    # w-standin's blob is a stand-in the harness wrote; FIB read it through its link (the fake asserts it)
+    link = tmp_path / "out" / "fib" / "blob" / "toy" / "missing.safetensors"
+    assert link.is_symlink() and link.resolve() == (ds.root / "blob" / "toy" / "missing.safetensors").resolve()
+    placed = tmp_path / "out" / "fib" / "solutions" / "tester" / "toy" / "toy_axpy" / "good.json"
+    assert json.loads(placed.read_text())["name"] == "good"
+    table = write_agreement(tmp_path / "report", [toy], Runs(*map(str, folders)), FIDELITY_NAMES, "fidelity")
+    assert table.iloc[0].pairs == 3 and table.iloc[0].verdicts_equal == 3
+    assert len(read_traces(tmp_path / "out" / "harness" / "traces" / "tester" / "toy" / "toy_axpy.jsonl")) == 3
+
+
+def test_fidelity_run_needs_flashinfer_bench_and_a_gpu(tmp_path, capsys):
+    assert main(["fidelity", "--solution", "ours", "--out", str(tmp_path / "o"), "--device", "cpu"]) == 2
+    assert "need a GPU" in capsys.readouterr().err
+    assert main(["fidelity", "--solution", "ours", "--harness", str(tmp_path), "--out", str(tmp_path / "o")]) == 2
+    assert "not both" in capsys.readouterr().err
+    assert main(["fidelity", "--out", str(tmp_path / "o")]) == 2
+    with pytest.raises(Exception):
+        Fib(str(tmp_path), FibPlan("isolated", False))   # no flashinfer_bench/ there
