@@ -7,7 +7,7 @@ GPU_PY = if python3 -c "import torch" 2>/dev/null; then py=python3; else $(MAKE)
 RUN_ARGS = $(foreach d,$(DEF),--definition $(d)) $(if $(WORKLOADS),--workloads $(WORKLOADS)) \
            $(if $(DEVICE),--device $(DEVICE)) $(if $(OUT),--out $(OUT)) $(ARGS)
 
-.PHONY: help venv test test-gpu eval bench check compare public package clean-cache
+.PHONY: help venv test test-gpu eval bench check compare public package tune clean-cache
 
 help:
 	@echo "make test      CPU test suite (installs what it needs into .venv; what CI runs)"
@@ -17,6 +17,7 @@ help:
 	@echo "make bench     on a GPU: the harness benchmark (ours + baseline, fresh folder, wall time)"
 	@echo "make public    on a GPU: fetch the public entries (FROM=dir of packed JSONs offline), run them beside ours"
 	@echo "make package   submission/ -> results/package/<definition>/solution.json"
+	@echo "make tune      on a GPU: our decode launch table again for this GPU -> submission's tuned_tables.json"
 	@echo "make test-gpu  GPU-marked tests (on a CUDA host)"
 
 .venv/.installed: pyproject.toml
@@ -55,6 +56,9 @@ public:
 
 package:
 	$(PY) -m harness package $(if $(OUT),--out $(OUT))
+
+tune:
+	@$(GPU_PY); $$py -m harness tune
 
 clean-cache:
 	rm -rf .cache workloads/blob

@@ -196,6 +196,13 @@ def build_parser():
     p.add_argument("--names", nargs=2, default=None, metavar=("A", "B"),
                    help="labels of --run and --against in the report (default: their folder names)")
     p.set_defaults(func=cmd_agreement)
+    p = sub.add_parser("tune", help="our decode launch table derived again on this GPU with the official timer, "
+                                    "written to the submission's tuned_tables.json (a GPU)")
+    p.add_argument("--submission", default=None, metavar="DIR",
+                   help="folder of starter-kit folders, one per definition (default: the repo's submission/)")
+    p.add_argument("--dataset", default=None, metavar="DIR", help="dataset root (default: the repo's workloads/)")
+    p.add_argument("--device", default=None, help="cuda (default) or cpu (interpreter; for tests, not official)")
+    p.set_defaults(func=cmd_tune)
     p = sub.add_parser("package", help="submission/ -> <out>/<definition>/solution.json")
     p.add_argument("--submission", default=None, metavar="DIR",
                    help="folder of starter-kit folders, one per definition (default: the repo's submission/)")
@@ -433,6 +440,28 @@ def cmd_agreement(args):
     from harness.report.fidelity import Runs
     names = args.names or (Path(args.run).resolve().name, Path(args.against).resolve().name)
     return _write_agreement(args, Runs(args.run, args.against, args.again), names, "agreement")
+
+
+def cmd_tune(args):
+    from harness.build.package import REPO
+    from harness.eval.child import TimingConfig, official_timing
+    from harness.tune import DECODE, device_name_of, tune_decode
+
+    device = device_of(args)
+    folder = Path(args.submission or REPO / "submission") / DECODE / "solution" / "triton"
+    if not (folder / "launch_table.py").is_file():
+        raise DataError(folder, "no launch_table.py: not our decode submission's source folder")
+    timing = official_timing(DECODE) if device.startswith("cuda") else TimingConfig(0, 1, 1)
+    name = device_name_of(device)
+    print(f"tuning {DECODE} on {name} ({timing.warmup}/{timing.iters}/{timing.trials}"
+          + (", the official timer)" if device.startswith("cuda") else ", CPU wall clock: not official)"))
+    rows, path = tune_decode(folder, dataset_of(args), timing, device, name)
+    print(f"{'B':>3} {'shipped us':>11} {'tuned us':>9} {'tuned/shipped':>13}  tuned config")
+    for b, shipped, shipped_ms, best, best_ms in rows:
+        ratio = f"{best_ms / shipped_ms:.3f}" if shipped_ms else "-"
+        print(f"{b:>3} {shipped_ms * 1e3 if shipped_ms else float('nan'):>11.3f} {best_ms * 1e3:>9.3f} {ratio:>13}  {best}")
+    print(f"tuned table for {name}: {path} (the kernel reads it on this GPU; `make package` packs it)")
+    return 0
 
 
 def cmd_package(args):

@@ -16,9 +16,15 @@ changes:
    (BV=8/16) may win back there;
  * the L2 hints' effect depends on the L2 and is untested on Blackwell.
 """
+import json
 from dataclasses import dataclass
+from pathlib import Path
 
 from .shapes import HV, V_DIM
+
+# Tables re-derived on other GPUs by `gdn-harness tune` ({GPU name: {batch size: config}}); a GPU not listed
+# there uses LAUNCH_TABLE.
+TUNED_FILE = Path(__file__).with_name("tuned_tables.json")
 
 
 @dataclass(frozen=True)
@@ -39,18 +45,28 @@ LAUNCH_TABLE = {
     1: DecodeConfig(),
     16: DecodeConfig(vb_fast=True),
 }
-_TABLE_KEYS = sorted(LAUNCH_TABLE)
-_CACHE = {}
+_TABLE, _CACHE = None, {}   # this GPU's table, read at the first call; (grid, config) by batch size
+
+
+def table_for(device_name):
+    """The launch table of a GPU: its tuned one if TUNED_FILE lists it, else LAUNCH_TABLE."""
+    tuned = json.loads(TUNED_FILE.read_text()).get(device_name) if TUNED_FILE.exists() else None
+    return {int(b): DecodeConfig(**cfg) for b, cfg in tuned.items()} if tuned else LAUNCH_TABLE
+
+
+def _device_name():
+    import torch
+    return torch.cuda.get_device_name() if torch.cuda.is_available() else None
 
 
 def config_for(B):
-    """(grid, config) of batch size B: the entry of the largest tabulated batch size <= B (cached)."""
+    """(grid, config) of batch size B: the entry of the largest tabulated batch size <= B in this GPU's table
+    (the table is read once, at the first call; results are cached)."""
+    global _TABLE
     got = _CACHE.get(B)
     if got is None:
-        key = _TABLE_KEYS[0]
-        for kb in _TABLE_KEYS:
-            if kb <= B:
-                key = kb
-        cfg = LAUNCH_TABLE[key]
+        if _TABLE is None:
+            _TABLE = table_for(_device_name())
+        cfg = _TABLE[max((kb for kb in _TABLE if kb <= B), default=min(_TABLE))]
         got = _CACHE[B] = (cfg.grid(B), cfg)
     return got

@@ -1,0 +1,110 @@
+"""`gdn-harness tune` (a GPU): our decode launch table derived again on the GPU at hand. For each batch size of the
+decode workloads, every candidate config is checked against the reference and timed with the official timer (cold
+L2, the definition's warmup/iterations/trials), in rounds whose order rotates so drift hits every candidate alike;
+the fastest per batch size, merged where neighbours agree, is written into the submission's tuned_tables.json under
+this GPU's name, which the kernel reads (launch_table.table_for). The shipped table's own configs are among the
+candidates, so the printed ratios compare the two from the same run."""
+import json
+import statistics
+from dataclasses import asdict
+from pathlib import Path
+
+import torch
+
+from harness.build.folder_import import import_from_folder
+from harness.data.jsonio import write_json_atomic
+from harness.eval.correctness import Tolerance, check_output
+from harness.eval.inputs import allocate_outputs, load_blobs, materialize
+from harness.eval.reference import load_reference, run_reference
+from harness.eval.timing import measure
+
+DECODE = "gdn_decode_qk4_v8_d128_k_last"
+ROUNDS = 2
+
+
+def load_package(folder, entry):
+    """Module `entry` of the submission folder, imported in place (tune writes into it)."""
+    return import_from_folder(folder, entry, f"_tune_{abs(hash(str(Path(folder).resolve())))}")
+
+
+def candidates(lt):
+    """Every config of the decode kernel's tuned parameters: rows per CTA, load hint, block order."""
+    return [lt.DecodeConfig(BV=bv, load_evict=ev, vb_fast=vf)
+            for bv in (4, 8, 16) for ev in ("evict_first", "") for vf in (False, True)]
+
+
+def _time_one(launch, cfg, args, timing, device):
+    """Official latency (ms) of one config: the mean over trials of each trial's median."""
+    fn = lambda *a: launch(*a, cfg=cfg)  # noqa: E731
+    return statistics.mean(measure(fn, args, timing, device, event_time=False).median_ms
+                           for _ in range(timing.trials))
+
+
+def tune_batch(folder, dataset, workload, timing, device, configs=None):
+    """{config: latency ms} on one workload, each config correct against the reference first (a wrong one is left
+    out: it must never be picked)."""
+    kernel, lt = load_package(folder, "kernel"), load_package(folder, "launch_table")
+    definition = dataset.definition(DECODE)
+    inputs = materialize(definition, workload, load_blobs(dataset, definition, workload), device, 0, 0)
+    refs = run_reference(load_reference(definition), definition, inputs)
+    configs = configs or candidates(lt)
+    correct = []
+    for cfg in configs:
+        outs = allocate_outputs(definition, workload, device)
+        kernel.launch(*inputs, *outs, cfg=cfg)
+        if all(check_output(n, o, r, Tolerance()).status is None for n, o, r in zip(definition.outputs, outs, refs)):
+            correct.append(cfg)
+    times = {cfg: [] for cfg in correct}
+    outs = allocate_outputs(definition, workload, device)
+    for r in range(ROUNDS):
+        for cfg in correct[r % len(correct):] + correct[:r % len(correct)] if correct else []:
+            times[cfg].append(_time_one(kernel.launch, cfg, [*inputs, *outs], timing, device))
+    return {cfg: statistics.mean(t) for cfg, t in times.items()}
+
+
+def merge(best):
+    """{batch size: config} with each row that repeats the one below it dropped (the table's lookup takes the
+    largest listed batch size <= B)."""
+    rows, last = {}, None
+    for b in sorted(best):
+        if best[b] != last:
+            rows[b] = last = best[b]
+    return rows
+
+
+def write_tuned(folder, device_name, table):
+    """Put `table` into the folder's tuned_tables.json under `device_name` (other GPUs' tables kept)."""
+    path = Path(folder) / "tuned_tables.json"
+    tables = json.loads(path.read_text()) if path.exists() else {}
+    tables[device_name] = {str(b): asdict(cfg) for b, cfg in sorted(table.items())}
+    write_json_atomic(path, tables)
+    return path
+
+
+def tune_decode(folder, dataset, timing, device, device_name, configs=None):
+    """Tune every batch size of the decode workloads (the first workload of each); write the table. Returns rows
+    [(B, shipped config, its ms, best config, its ms)] and the file written."""
+    lt = load_package(folder, "launch_table")
+    definition = dataset.definition(DECODE)
+    first = {}
+    for w in dataset.workloads(definition):
+        first.setdefault(w.axes["batch_size"], w)
+    rows, best = [], {}
+    for b, workload in sorted(first.items()):
+        times = tune_batch(folder, dataset, workload, timing, device, configs)
+        if not times:
+            raise RuntimeError(f"no candidate config is correct at B = {b}")
+        best[b] = min(times, key=times.get)
+        shipped = lt.LAUNCH_TABLE[max((k for k in lt.LAUNCH_TABLE if k <= b), default=min(lt.LAUNCH_TABLE))]
+        rows.append((b, shipped, times.get(shipped), best[b], times[best[b]]))
+        print(f"B={b}: shipped {shipped} {_us(times.get(shipped))}; best {best[b]} {_us(times[best[b]])}",
+              flush=True)
+    return rows, write_tuned(folder, device_name, merge(best))
+
+
+def _us(ms):
+    return "not correct here" if ms is None else f"{ms * 1e3:.3f} us"
+
+
+def device_name_of(device):
+    return torch.cuda.get_device_name() if device.startswith("cuda") else "cpu"

@@ -1,0 +1,63 @@
+"""`gdn-harness tune` (harness/tune.py) and the kernel's per-GPU tables (launch_table.table_for): the fastest correct
+candidate per batch size is kept, a wrong one never, neighbours that agree are merged, and the kernel runs the
+table tuned for its GPU's name, the shipped one elsewhere. Timings are made up here (the GPU's are not on a CPU);
+correctness runs the real kernel through the interpreter against the definition's reference."""
+import json
+import shutil
+
+import harness.tune
+from harness.build.folder_import import import_from_folder
+from harness.cli import main
+from harness.data.dataset import Dataset
+from harness.eval.child import TimingConfig
+from tests.solutions import solution_dir
+
+DECODE = "gdn_decode_qk4_v8_d128_k_last"
+
+
+def _copy(tmp_path, name):
+    folder = tmp_path / name
+    shutil.copytree(solution_dir(DECODE), folder, ignore=shutil.ignore_patterns("__pycache__"))
+    return folder, import_from_folder(folder, "launch_table", f"_tune_test_{name}")
+
+
+def test_the_fastest_correct_config_is_kept_and_a_wrong_one_never(tmp_path, monkeypatch):
+    folder, lt = _copy(tmp_path, "a")
+    kernel = harness.tune.load_package(folder, "kernel")
+    real = kernel.launch
+
+    def launch(*args, cfg):   # BV = 16 made wrong: its output comes back zero
+        real(*args, cfg=cfg)
+        if cfg.BV == 16:
+            args[-2].zero_()
+    monkeypatch.setattr(kernel, "launch", launch)
+    fake_ms = {4: 0.0030, 8: 0.0020, 16: 0.0010}   # the wrong one would be the fastest
+    monkeypatch.setattr(harness.tune, "_time_one", lambda launch, cfg, args, timing, device: fake_ms[cfg.BV])
+    ds = Dataset()
+    w = next(w for w in ds.workloads(ds.definition(DECODE)) if w.axes["batch_size"] == 1)
+    configs = [lt.DecodeConfig(BV=bv) for bv in (4, 8, 16)]
+    times = harness.tune.tune_batch(folder, ds, w, TimingConfig(0, 1, 1), "cpu", configs)
+    assert times == {configs[0]: 0.0030, configs[1]: 0.0020}
+
+
+def test_rows_that_repeat_the_one_below_are_merged():
+    a, b = "A", "B"
+    assert harness.tune.merge({1: a, 4: a, 8: b, 16: b, 32: a, 64: a}) == {1: a, 8: b, 32: a}
+
+
+def test_the_kernel_runs_the_table_tuned_for_its_gpu(tmp_path, monkeypatch):
+    folder, lt = _copy(tmp_path, "b")
+    tuned = {1: lt.DecodeConfig(BV=8), 32: lt.DecodeConfig(BV=16, load_evict="", vb_fast=True)}
+    path = harness.tune.write_tuned(folder, "NVIDIA H200", tuned)
+    harness.tune.write_tuned(folder, "NVIDIA B200", {1: lt.DecodeConfig(BV=16)})   # another GPU's table kept
+    assert sorted(json.loads(path.read_text())) == ["NVIDIA B200", "NVIDIA H200"]
+    assert lt.table_for("NVIDIA H200") == tuned
+    assert lt.table_for("NVIDIA H100") is lt.LAUNCH_TABLE
+    monkeypatch.setattr(lt, "_device_name", lambda: "NVIDIA H200")
+    assert lt.config_for(16)[1] == lt.DecodeConfig(BV=8)
+    assert lt.config_for(64) == ((8, 64 * 8), tuned[32])   # vb_fast: (V / BV, B * HV)
+
+
+def test_tune_refuses_a_folder_that_is_not_our_decode_submission(tmp_path, capsys):
+    assert main(["tune", "--submission", str(tmp_path), "--device", "cpu"]) == 2
+    assert "no launch_table.py" in capsys.readouterr().err
