@@ -51,3 +51,14 @@ def test_a_solution_that_times_out_is_not_run_on_larger_workloads(tmp_path):
     again = evaluate(ds, toy, by_size, sols, opts)
     assert [r.not_run for r in again if r.not_run] == [why, why]
     assert all(r.skipped for r in again)
+
+
+def test_the_leaderboard_lists_the_pairs_given_up_on(tmp_path):
+    from harness.public import _append_not_run
+    md = tmp_path / "board.md"
+    md.write_text("# board\n")
+    _append_not_run(md, [], {"slow-entry": (40, "not run: it timed out on 2 workload(s) with no larger inputs "
+                                                "(--give-up-after 2)")})
+    text = md.read_text()
+    assert "## Not run here\n\n- none" in text
+    assert "## Pairs given up on (no trace)\n\n- slow-entry: 40 workload(s) not run: it timed out on 2" in text
