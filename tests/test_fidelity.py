@@ -8,11 +8,11 @@ from harness.cli import main
 DEF = "gdn_decode_qk4_v8_d128_k_last"
 
 
-def _trace(uuid, batch, status, latency_ms=None, max_abs=0.001, solution="sol"):
+def _trace(uuid, batch, status, latency_ms=None, max_abs=0.001, solution="sol", reference_ms=0.0):
     ev = {"status": status, "environment": {"hardware": "NVIDIA H200", "libs": {}}, "timestamp": "2026-12-02T00:00:00",
           "log": "", "correctness": {"max_relative_error": 0.01, "max_absolute_error": max_abs}
           if status in ("PASSED", "INCORRECT_NUMERICAL") else None,
-          "performance": {"latency_ms": latency_ms, "reference_latency_ms": 0.0, "speedup_factor": 0.0}
+          "performance": {"latency_ms": latency_ms, "reference_latency_ms": reference_ms, "speedup_factor": 0.0}
           if status == "PASSED" else None}
     return {"definition": DEF, "solution": solution, "workload": {"uuid": uuid, "axes": {"batch_size": batch},
                                                                 "inputs": {}}, "evaluation": ev}
@@ -98,3 +98,19 @@ def test_agreement_takes_names_and_refuses_a_folder_without_traces(tmp_path, cap
     assert f"- {DEF} sol w1: Ray PASSED, local INCORRECT_NUMERICAL" in md
     assert main(["agreement", "--run", run, "--against", str(tmp_path), "--out", str(tmp_path / "o")]) == 2
     assert "no traces/ folder" in capsys.readouterr().err
+
+
+def test_reference_latencies_are_paired_where_both_runs_timed_them(tmp_path, capsys):
+    harness = _run(tmp_path / "h", [_trace("w1", 1, "PASSED", 0.010, reference_ms=2.10),
+                                    _trace("w2", 1, "PASSED", 0.020, reference_ms=4.00),
+                                    _trace("w3", 64, "PASSED", 0.050)])              # not timed here
+    fib = _run(tmp_path / "f", [_trace("w1", 1, "PASSED", 0.010, reference_ms=2.00),
+                                _trace("w2", 1, "PASSED", 0.020, reference_ms=4.40),
+                                _trace("w3", 64, "PASSED", 0.050, reference_ms=9.00)])
+    assert main(["fidelity", "--harness", harness, "--fib", fib, "--definition", DEF,
+                 "--out", str(tmp_path / "out")]) == 0
+    rows = list(csv.DictReader(open(tmp_path / "out" / "fidelity.csv")))
+    assert int(rows[0]["reference_pairs"]) == 2                           # w3: the harness did not time it
+    assert abs(float(rows[0]["reference_ratio_median"]) - (2.10 / 2.00 + 4.00 / 4.40) / 2) < 1e-9
+    assert abs(float(rows[0]["reference_ratio_min"]) - 4.00 / 4.40) < 1e-9
+    assert abs(float(rows[0]["reference_ratio_max"]) - 2.10 / 2.00) < 1e-9

@@ -15,18 +15,20 @@ KEY = ["definition", "solution", "uuid"]
 
 
 def paired(rows_a, rows_b, suffixes=("_a", "_b")):
-    """The pairs (definition, solution, workload) traced in both runs, side by side, with the latency ratio a / b."""
-    cols = [*KEY, "status", "latency_us", "max_abs_error", "max_rel_error"]
+    """The pairs (definition, solution, workload) traced in both runs, side by side, with the latency ratio a / b
+    and the reference latency ratio a / b (NaN where either run did not time the reference)."""
+    cols = [*KEY, "status", "latency_us", "reference_us", "max_abs_error", "max_rel_error"]
     a, b = rows_a[cols + ["bucket"]], rows_b[cols]
     both = a.merge(b, on=KEY, suffixes=suffixes)
     sa, sb = suffixes
     both["ratio"] = both[f"latency_us{sa}"] / both[f"latency_us{sb}"]
+    both["reference_ratio"] = both[f"reference_us{sa}"] / both[f"reference_us{sb}"]
     return both
 
 
 def agreement(pairs, noise=None):
     """Per (definition, solution): pairs, verdicts equal, max errors bitwise equal (pairs PASSED on both sides),
-    latency ratio median / min / max, and with `noise` (paired() of run b again against run b) the share of
+    latency ratio median / min / max, the reference latency ratio where both timed it, and with `noise` (paired() of run b again against run b) the share of
     workloads whose ratio lies inside that run's range of ratios for the same solution."""
     out = []
     for (definition, solution), g in pairs.groupby(["definition", "solution"], sort=False):
@@ -37,6 +39,10 @@ def agreement(pairs, noise=None):
                                             & (passed.max_rel_error_a == passed.max_rel_error_b)).sum()),
                "both_passed": len(passed), "ratio_median": passed.ratio.median(),
                "ratio_min": passed.ratio.min(), "ratio_max": passed.ratio.max()}
+        refs = g.reference_ratio.dropna()
+        if len(refs):   # both runs timed the reference of these workloads
+            row.update(reference_pairs=len(refs), reference_ratio_median=refs.median(),
+                       reference_ratio_min=refs.min(), reference_ratio_max=refs.max())
         if noise is not None:
             own = noise[(noise.definition == definition) & (noise.solution == solution)].ratio.dropna()
             if len(own):
