@@ -114,3 +114,27 @@ def test_reference_latencies_are_paired_where_both_runs_timed_them(tmp_path, cap
     assert abs(float(rows[0]["reference_ratio_median"]) - (2.10 / 2.00 + 4.00 / 4.40) / 2) < 1e-9
     assert abs(float(rows[0]["reference_ratio_min"]) - 4.00 / 4.40) < 1e-9
     assert abs(float(rows[0]["reference_ratio_max"]) - 2.10 / 2.00) < 1e-9
+
+
+def _run_with_baseline(folder, mine, base):
+    for author, traces in (("me", mine), ("baseline", base)):
+        path = folder / "traces" / author / "gdn" / f"{DEF}.jsonl"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text("".join(json.dumps(t) + "\n" for t in traces))
+    return str(folder)
+
+
+def test_both_score_rules_are_reported_per_run(tmp_path, capsys):
+    base = [_trace("w1", 1, "PASSED", 0.020, solution="fi"), _trace("w2", 1, "PASSED", 0.020, solution="fi")]
+    harness = _run_with_baseline(tmp_path / "h", [_trace("w1", 1, "PASSED", 0.010), _trace("w2", 1, "PASSED", 0.020)],
+                                 base)
+    fib = _run_with_baseline(tmp_path / "f", [_trace("w1", 1, "PASSED", 0.010), _trace("w2", 1, "RUNTIME_ERROR")],
+                             base)
+    assert main(["fidelity", "--harness", harness, "--fib", fib, "--definition", DEF,
+                 "--out", str(tmp_path / "out")]) == 0
+    rows = {r["solution"]: r for r in csv.DictReader(open(tmp_path / "out" / "fidelity_scores.csv"))}
+    mine = rows["sol"]
+    # the harness's run: speedups 2.0 and 1.0, both rules 1.5; FIB's: one pair failed, so 0 under both rules
+    assert float(mine["harness_rule harness"]) == 1.5 and float(mine["official_rule harness"]) == 1.5
+    assert float(mine["harness_rule FlashInfer-Bench"]) == 0.0 and float(mine["official_rule FlashInfer-Bench"]) == 0.0
+    assert "## Scores vs the FlashInfer baseline, both rules" in (tmp_path / "out" / "fidelity.md").read_text()

@@ -9,7 +9,7 @@ from pathlib import Path
 import pandas as pd
 
 from harness.report.compare import bucket_of, bucket_order
-from harness.report.summary import _md_table, load_rows
+from harness.report.summary import _md_table, load_all_traces, load_rows, summarize
 
 KEY = ["definition", "solution", "uuid"]
 
@@ -60,6 +60,19 @@ def by_bucket(pairs):
     return table[bucket_order(table.columns)].reset_index()
 
 
+def scores(runs, names, definitions):
+    """Per (definition, solution) and run: the harness's score (mean speedup vs the baseline over the last trace
+    per pair, 0 unless all pass) and FIB's official one (over every trace; any failure: 0), side by side."""
+    cols = ["definition", "solution", "mean_speedup_vs_baseline", "official_score_vs_baseline"]
+    out = None
+    for folder, name in zip((runs.a, runs.b), names):
+        s = summarize(load_rows([folder], definitions), load_all_traces([folder], definitions))[cols]
+        s = s.rename(columns={"mean_speedup_vs_baseline": f"harness_rule {name}",
+                              "official_score_vs_baseline": f"official_rule {name}"})
+        out = s if out is None else out.merge(s, on=["definition", "solution"], how="outer")
+    return out
+
+
 def load(folder, definitions):
     rows = load_rows([folder], definitions)
     if rows.empty:
@@ -86,8 +99,10 @@ def write_agreement(out_dir, definitions, runs, names, stem, title=None):
     noise = paired(load(runs.b_again, definitions), b) if runs.b_again else None
     table = agreement(pairs, noise)
     buckets = by_bucket(pairs)
+    score = scores(runs, names, definitions)
     pairs.to_csv(out / f"{stem}_pairs.csv", index=False)
     table.to_csv(out / f"{stem}.csv", index=False)
+    score.to_csv(out / f"{stem}_scores.csv", index=False)
     md = [f"# {title or f'{a_name} against {b_name}'}", "",
           f"{a_name[:1].upper() + a_name[1:]} run: `{runs.a}`; {b_name} run: `{runs.b}`"
           + (f"; {b_name} again (noise floor): `{runs.b_again}`" if runs.b_again else
@@ -95,7 +110,11 @@ def write_agreement(out_dir, definitions, runs, names, stem, title=None):
           f"Ratios are {a_name} latency / {b_name} latency, over the pairs PASSED in both runs. "
           "`errors_bitwise_equal` counts those pairs whose max absolute and relative errors are equal to the bit.", "",
           "## Agreement", "", _md_table(table, ".4f"), "",
-          "## Median ratio by batch size / T bucket", "", _md_table(buckets, ".4f"), ""]
+          "## Median ratio by batch size / T bucket", "", _md_table(buckets, ".4f"), "",
+          "## Scores vs the FlashInfer baseline, both rules", "",
+          "harness_rule: mean speedup over the last trace per pair, 0 unless every pair passed; official_rule: "
+          "FlashInfer-Bench's own (best PASSED trace per workload; any trace not PASSED makes it 0).", "",
+          _md_table(score, ".4f"), ""]
     differ = pairs[pairs.status_a != pairs.status_b]
     md += ["## Verdicts that differ", ""]
     md += [f"- {r.definition} {r.solution} {r.uuid}: {a_name} {r.status_a}, {b_name} {r.status_b}"
