@@ -1,0 +1,132 @@
+"""Offline (no GPU): every row of the prefill launch table builds for the H200 (sm_90) and the contest's B200
+(sm_100), launch by launch, exactly as the launcher would compile it there, and the B200 build of every launch is
+mma.sync (no wgmma, no tcgen05). The launcher runs on a pretend GPU: a call of a (T, N) that the row takes is
+planned as on the device (the row's config, or its no_wgmma one off sm_90), and each launch's jit function,
+arguments and lowering knobs are recorded where it would compile, then compiled here for the target with Triton's
+own compiler. Compiles run in a fresh process: the interpreter mode of the CPU tests must not leak into them."""
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("triton")
+ROOT = Path(__file__).resolve().parent.parent
+
+COMPILE = r"""
+import json, os, sys
+import torch, triton
+from triton.backends.compiler import GPUTarget
+from triton.compiler import ASTSource
+sys.path.insert(0, sys.argv[1])
+from tests.solutions import load_solution
+D = "gdn_prefill_qk4_v8_d128_k_last"
+pk, lt = load_solution(D), load_solution(D, "launch_table")
+arch = int(sys.argv[2])
+KNOBS = ("DISABLE_MMA_V3", "DISABLE_MMA_V5")
+
+
+class OnGpu(torch.Tensor):    # q on a pretend GPU: the launcher plans the call as on the device
+    @property
+    def is_cuda(self):
+        return True
+
+
+class Planned(Exception):
+    pass
+
+
+recorded = []
+
+
+class Bound:                  # what warmup returns: indexable by the grid, a launcher that is never called
+    def __getitem__(self, grid):
+        return lambda *a, **k: None
+
+
+def warmup(self, *args, grid, **kw):
+    recorded.append((self, kw, {k: os.environ.get(k) for k in KNOBS}))
+    return Bound()
+
+
+def planned(*a, **k):         # the stream lookup right after every launch is bound: the plan is complete
+    raise Planned
+
+
+triton.runtime.jit.JITFunction.warmup = warmup
+torch.cuda.current_stream = planned
+pk.has_wgmma = lambda device: arch == 90
+
+
+def call_of(row_index):
+    # a (T, N) the table gives to this row (the first matching row wins)
+    for n in (1, 2, 3, 4, 5, 8, 16, 20, 25, 57):
+        for t in (4, 16, 24, 48, 100, 150, 300, 1000, 1400, 2000, 2999, 4000, 8192):
+            if t >= n and lt.pick(t, n) is lt.LAUNCH_TABLE[row_index].config:
+                return t, n
+    raise AssertionError(f"no probed (T, N) reaches row {row_index}: {lt.LAUNCH_TABLE[row_index]}")
+
+
+def tensors(t, n):
+    bf, f32 = torch.bfloat16, torch.float32
+    cu = torch.linspace(0, t, n + 1).round().to(torch.int64)
+    q = torch.zeros(t, 4, 128, dtype=bf).as_subclass(OnGpu)
+    return (q, torch.zeros(t, 4, 128, dtype=bf), torch.zeros(t, 8, 128, dtype=bf), torch.zeros(n, 8, 128, 128),
+            torch.zeros(8), torch.zeros(t, 8, dtype=bf), torch.zeros(8), torch.zeros(t, 8, dtype=bf), cu, 0.0,
+            torch.zeros(t, 8, 128, dtype=bf), torch.zeros(n, 8, 128, 128, dtype=f32))
+
+
+TYPES = {torch.bfloat16: "*bf16", torch.float16: "*fp16", torch.float32: "*fp32", torch.int32: "*i32",
+         torch.int64: "*i64"}
+built, rows = {}, []
+for i, row in enumerate(lt.LAUNCH_TABLE):
+    t, n = call_of(i)
+    recorded.clear()
+    try:
+        pk.kernel(*tensors(t, n))
+    except Planned:
+        pass
+    launches = []
+    for fn, kw, knobs in recorded:
+        cst = {p.name: kw[p.name] for p in fn.params if p.is_constexpr}
+        sig = {p.name: "constexpr" if p.is_constexpr else TYPES[kw[p.name].dtype] if isinstance(kw[p.name], torch.Tensor)
+               else "fp32" if isinstance(kw[p.name], float) else "i32" for p in fn.params}
+        opts = dict(num_warps=kw["num_warps"], num_stages=kw["num_stages"])
+        key = (fn.__name__, json.dumps(cst, sort_keys=True), json.dumps(opts, sort_keys=True), json.dumps(knobs))
+        if key not in built:
+            for k in KNOBS:
+                os.environ.pop(k, None)
+            os.environ.update({k: v for k, v in knobs.items() if v is not None})
+            attrs = {(j,): [["tt.divisibility", 16]] for j, p in enumerate(fn.params) if p.name.endswith("_ptr")}
+            ptx = triton.compile(ASTSource(fn, sig, constexprs=cst, attrs=attrs), target=GPUTarget("cuda", arch, 32),
+                                 options=opts).asm["ptx"]
+            built[key] = {"kernel": fn.__name__, "wgmma": "wgmma" in ptx, "mma_sync": "mma.sync" in ptx,
+                          "tcgen05": "tcgen05" in ptx}
+        launches.append(built[key])
+    rows.append({"row": i, "T": t, "N": n, "launches": launches})
+print(json.dumps(rows))
+"""
+
+
+@pytest.mark.parametrize("arch", [90, 100])
+def test_every_prefill_row_builds_launch_by_launch(arch, tmp_path):
+    env = {k: v for k, v in os.environ.items() if k not in ("TRITON_INTERPRET", "DISABLE_MMA_V3", "DISABLE_MMA_V5")}
+    env["TRITON_CACHE_DIR"] = str(tmp_path / "triton-cache")
+    run = subprocess.run([sys.executable, "-c", COMPILE, str(ROOT), str(arch)], env=env, capture_output=True,
+                         text=True, timeout=1200)
+    assert run.returncode == 0, run.stderr[-3000:]
+    rows = json.loads(run.stdout.strip().splitlines()[-1])
+    sys.path.insert(0, str(ROOT))
+    from tests.solutions import load_solution
+    assert len(rows) == len(load_solution("gdn_prefill_qk4_v8_d128_k_last", "launch_table").LAUNCH_TABLE)
+    for r in rows:
+        assert r["launches"], r                        # every row plans at least one launch
+        for launch in r["launches"]:
+            assert launch["mma_sync"] or launch["wgmma"], (r, launch)   # every launch has its dots on tensor cores
+            assert not launch["tcgen05"], (r, launch)
+            if arch != 90:
+                assert not launch["wgmma"], (r, launch)               # a B200 build is mma.sync throughout
+    if arch == 90:   # the _wg rows and the prep of the two-launch rows put dots on wgmma on the H200
+        assert any(launch["wgmma"] for r in rows for launch in r["launches"])
