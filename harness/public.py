@@ -506,12 +506,12 @@ def given_up(out, definition_name):
     ep = extras_path(out, definition_name)
     lines = [e for _, e in read_jsonl(ep, allow_partial_tail=True)] if ep.exists() else []
     traced = {(e["solution"], e["workload"]) for e in lines if e.get("status") != NOT_RUN}
-    out = {}
+    found = {}
     for e in lines:
         if e.get("status") == NOT_RUN and (e["solution"], e["workload"]) not in traced:
-            n, _ = out.get(e["solution"], (0, None))
-            out[e["solution"]] = (n + 1, e["reason"])
-    return out
+            n, _ = found.get(e["solution"], (0, None))
+            found[e["solution"]] = (n + 1, e["reason"])
+    return found
 
 
 def _append_not_run(md, left_out, gave_up):

@@ -12,7 +12,7 @@ from pathlib import Path
 import torch
 
 from harness.build.folder_import import import_from_folder
-from harness.data.jsonio import write_json_atomic
+from harness.data.jsonio import DataError, write_json_atomic
 from harness.eval.correctness import Tolerance, check_output
 from harness.eval.inputs import allocate_outputs, load_blobs, materialize
 from harness.eval.reference import load_reference, run_reference
@@ -56,8 +56,9 @@ def tune_batch(folder, dataset, workload, timing, device, configs=None):
             correct.append(cfg)
     times = {cfg: [] for cfg in correct}
     outs = allocate_outputs(definition, workload, device)
-    for r in range(ROUNDS):
-        for cfg in correct[r % len(correct):] + correct[:r % len(correct)] if correct else []:
+    for r in range(ROUNDS if correct else 0):
+        k = r % len(correct)
+        for cfg in correct[k:] + correct[:k]:
             times[cfg].append(_time_one(kernel.launch, cfg, [*inputs, *outs], timing, device))
     return {cfg: statistics.mean(t) for cfg, t in times.items()}
 
@@ -75,7 +76,12 @@ def merge(best):
 def write_tuned(folder, device_name, table):
     """Put `table` into the folder's tuned_tables.json under `device_name` (other GPUs' tables kept)."""
     path = Path(folder) / "tuned_tables.json"
-    tables = json.loads(path.read_text()) if path.exists() else {}
+    try:
+        tables = json.loads(path.read_text()) if path.exists() else {}
+    except ValueError as exc:
+        raise DataError(path, f"not JSON ({exc})", "remove it, or fix it by hand") from None
+    if not isinstance(tables, dict):
+        raise DataError(path, "not a {GPU name: table} object", "remove it, or fix it by hand")
     tables[device_name] = {str(b): asdict(cfg) for b, cfg in sorted(table.items())}
     write_json_atomic(path, tables)
     return path
@@ -95,7 +101,7 @@ def tune_decode(folder, dataset, timing, device, device_name, configs=None):
         if not times:
             raise RuntimeError(f"no candidate config is correct at B = {b}")
         best[b] = min(times, key=times.get)
-        shipped = lt.LAUNCH_TABLE[max((k for k in lt.LAUNCH_TABLE if k <= b), default=min(lt.LAUNCH_TABLE))]
+        shipped = lt.entry(lt.LAUNCH_TABLE, b)
         rows.append((b, shipped, times.get(shipped), best[b], times[best[b]]))
         print(f"B={b}: shipped {shipped} {_us(times.get(shipped))}; best {best[b]} {_us(times[best[b]])}",
               flush=True)

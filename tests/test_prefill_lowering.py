@@ -8,24 +8,13 @@ Those rows build as the table runs them (the rows with a workspace: fp16 workspa
 The prep of the two-launch rows and of the fused rows up to 1400 tokens is the exception: MMAv3 stays on for it
 (wgmma on sm_90 only, mma.sync on sm_100); so is every launch of the _wg rows (untransposed chains).
 Compiles run in a fresh process: the interpreter mode the CPU tests use must not leak into them."""
-import json
-import os
-import subprocess
-import sys
-from pathlib import Path
-
 import pytest
 
+from tests.offline_compile import compile_offline
+
 pytest.importorskip("triton")
-ROOT = Path(__file__).resolve().parent.parent
 
 COMPILE = r"""
-import json, os, sys
-import triton
-from triton.backends.compiler import GPUTarget
-from triton.compiler import ASTSource
-sys.path.insert(0, sys.argv[1])
-from tests.solutions import load_solution
 DEFINITION = "gdn_prefill_qk4_v8_d128_k_last"
 pk, lt = load_solution(DEFINITION), load_solution(DEFINITION, "launch_table")
 low, chunk = load_solution(DEFINITION, "lowering"), load_solution(DEFINITION, "chunk")
@@ -77,12 +66,7 @@ print(json.dumps({"wgmma": "wgmma" in ptx, "mma_sync": "mma.sync" in ptx, "tcgen
 
 def _lowering(arch, knobs, tmp_path, kernel="one"):
     """knobs: True = the launcher's MMA_ENV, False = none, "3" = MMA_V3_ENV (cfg prep_mma_v3)."""
-    env = {k: v for k, v in os.environ.items() if k not in ("TRITON_INTERPRET", "DISABLE_MMA_V3", "DISABLE_MMA_V5")}
-    env["TRITON_CACHE_DIR"] = str(tmp_path / "triton-cache")
-    out = subprocess.run([sys.executable, "-c", COMPILE, str(ROOT), str(arch), {True: "1", False: "0"}.get(knobs, knobs), kernel], env=env,
-                         capture_output=True, text=True, timeout=600)
-    assert out.returncode == 0, out.stderr[-3000:]
-    return json.loads(out.stdout.strip().splitlines()[-1])
+    return compile_offline(COMPILE, [arch, {True: "1", False: "0"}.get(knobs, knobs), kernel], tmp_path)
 
 
 @pytest.mark.parametrize("arch", [90, 100])

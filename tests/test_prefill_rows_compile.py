@@ -4,24 +4,15 @@ mma.sync (no wgmma, no tcgen05). The launcher runs on a pretend GPU: a call of a
 planned as on the device (the row's config, or its no_wgmma one off sm_90), and each launch's jit function,
 arguments and lowering knobs are recorded where it would compile, then compiled here for the target with Triton's
 own compiler. Compiles run in a fresh process: the interpreter mode of the CPU tests must not leak into them."""
-import json
-import os
-import subprocess
-import sys
-from pathlib import Path
-
 import pytest
 
+from tests.offline_compile import compile_offline
+from tests.solutions import load_solution
+
 pytest.importorskip("triton")
-ROOT = Path(__file__).resolve().parent.parent
 
 COMPILE = r"""
-import json, os, sys
-import torch, triton
-from triton.backends.compiler import GPUTarget
-from triton.compiler import ASTSource
-sys.path.insert(0, sys.argv[1])
-from tests.solutions import load_solution
+import torch
 D = "gdn_prefill_qk4_v8_d128_k_last"
 pk, lt = load_solution(D), load_solution(D, "launch_table")
 arch = int(sys.argv[2])
@@ -112,14 +103,7 @@ print(json.dumps(rows))
 
 @pytest.mark.parametrize("arch", [90, 100])
 def test_every_prefill_row_builds_launch_by_launch(arch, tmp_path):
-    env = {k: v for k, v in os.environ.items() if k not in ("TRITON_INTERPRET", "DISABLE_MMA_V3", "DISABLE_MMA_V5")}
-    env["TRITON_CACHE_DIR"] = str(tmp_path / "triton-cache")
-    run = subprocess.run([sys.executable, "-c", COMPILE, str(ROOT), str(arch)], env=env, capture_output=True,
-                         text=True, timeout=1200)
-    assert run.returncode == 0, run.stderr[-3000:]
-    rows = json.loads(run.stdout.strip().splitlines()[-1])
-    sys.path.insert(0, str(ROOT))
-    from tests.solutions import load_solution
+    rows = compile_offline(COMPILE, [arch], tmp_path, timeout=1200)
     assert len(rows) == len(load_solution("gdn_prefill_qk4_v8_d128_k_last", "launch_table").LAUNCH_TABLE)
     for r in rows:
         assert r["launches"], r                        # every row plans at least one launch

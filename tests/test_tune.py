@@ -5,10 +5,13 @@ correctness runs the real kernel through the interpreter against the definition'
 import json
 import shutil
 
+import pytest
+
 import harness.tune
 from harness.build.folder_import import import_from_folder
 from harness.cli import main
 from harness.data.dataset import Dataset
+from harness.data.jsonio import DataError
 from harness.eval.child import TimingConfig
 from tests.solutions import solution_dir
 
@@ -61,3 +64,13 @@ def test_the_kernel_runs_the_table_tuned_for_its_gpu(tmp_path, monkeypatch):
 def test_tune_refuses_a_folder_that_is_not_our_decode_submission(tmp_path, capsys):
     assert main(["tune", "--submission", str(tmp_path), "--device", "cpu"]) == 2
     assert "no launch_table.py" in capsys.readouterr().err
+
+
+def test_a_broken_tuned_table_is_named_in_the_error(tmp_path):
+    folder, lt = _copy(tmp_path, "c")
+    (folder / "tuned_tables.json").write_text('{"NVIDIA H200": {"1": {"BV": 8, "colour": 1}}}')
+    with pytest.raises(ValueError, match="tuned_tables.json: not a table written by `gdn-harness tune`"):
+        lt.table_for("NVIDIA H200")
+    (folder / "tuned_tables.json").write_text("{not json")
+    with pytest.raises(DataError, match="tuned_tables.json"):
+        harness.tune.write_tuned(folder, "NVIDIA H200", {})

@@ -29,12 +29,18 @@ class GiveUp:
 
     def __init__(self, definition, after, results, earlier=None):
         self.definition, self.after, self.results, self.earlier = definition, after, results, earlier or {}
+        self.sizes = {}   # workload uuid -> input_elements
+
+    def size(self, workload):
+        if workload.uuid not in self.sizes:
+            self.sizes[workload.uuid] = input_elements(self.definition, workload)
+        return self.sizes[workload.uuid]
 
     def why(self, solution, workload):
         """The reason `solution` is not run on `workload`, or None to run it."""
-        size = input_elements(self.definition, workload)
+        size = self.size(workload)
         sizes = list(self.earlier.get(solution.name, []))
-        sizes += [input_elements(self.definition, r.workload) for r in self.results
+        sizes += [self.size(r.workload) for r in self.results
                   if r.solution.name == solution.name and r.trace is not None
                   and r.trace.evaluation.status == Status.TIMEOUT]
         smaller = [s for s in sizes if s <= size]

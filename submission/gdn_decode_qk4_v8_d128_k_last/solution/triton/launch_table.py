@@ -50,8 +50,16 @@ _TABLE, _CACHE = None, {}   # this GPU's table, read at the first call; (grid, c
 
 def table_for(device_name):
     """The launch table of a GPU: its tuned one if TUNED_FILE lists it, else LAUNCH_TABLE."""
-    tuned = json.loads(TUNED_FILE.read_text()).get(device_name) if TUNED_FILE.exists() else None
-    return {int(b): DecodeConfig(**cfg) for b, cfg in tuned.items()} if tuned else LAUNCH_TABLE
+    try:
+        tuned = json.loads(TUNED_FILE.read_text()).get(device_name) if TUNED_FILE.exists() else None
+        return {int(b): DecodeConfig(**cfg) for b, cfg in tuned.items()} if tuned else LAUNCH_TABLE
+    except (ValueError, TypeError, AttributeError) as exc:   # not JSON, or not {GPU: {B: config fields}}
+        raise ValueError(f"{TUNED_FILE}: not a table written by `gdn-harness tune` ({exc})") from None
+
+
+def entry(table, B):
+    """The config of batch size B in `table`: the entry of the largest listed batch size <= B."""
+    return table[max((kb for kb in table if kb <= B), default=min(table))]
 
 
 def _device_name():
@@ -67,6 +75,6 @@ def config_for(B):
     if got is None:
         if _TABLE is None:
             _TABLE = table_for(_device_name())
-        cfg = _TABLE[max((kb for kb in _TABLE if kb <= B), default=min(_TABLE))]
+        cfg = entry(_TABLE, B)
         got = _CACHE[B] = (cfg.grid(B), cfg)
     return got
