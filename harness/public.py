@@ -22,6 +22,7 @@ from harness.data.starter_kit import SKIP_PARTS, SKIP_SUFFIXES
 
 ENTRIES = REPO / "public" / "entries.json"
 DEFAULT_CACHE = REPO / ".cache" / "public"
+ENTRY_BUDGET_S = 120.0  # public run --entry-budget: a fast entry spends ~0.3 s a pair in the timer
 SM90 = ("yes", "no", "unknown")
 # A spec dependency, in the words of `needs`; one not named here stands for itself.
 DEPENDENCY_NEEDS = {"apache-tvm-ffi": "tvm-ffi", "nvidia-cutlass-dsl": "cutlass (CuTe-DSL)",
@@ -350,6 +351,11 @@ def add_public_parser(subparsers):
     r.add_argument("--give-up-after", type=non_negative_int, default=2, metavar="N",
                    help="after N timeouts of an entry, its pairs on workloads with no smaller inputs are not run "
                         "(listed with the reason, no trace; workloads run smallest first). Default 2; 0: never")
+    r.add_argument("--entry-budget", type=float, default=ENTRY_BUDGET_S, metavar="SECONDS",
+                   help="once an entry's pairs have spent SECONDS in the official timer (a timeout counts its wall "
+                        "time), its remaining pairs are not run (listed with the reason, no trace). Default "
+                        f"{ENTRY_BUDGET_S:g} per definition, about 4x what a fast entry spends on 100 workloads; 0: "
+                        "no limit")
     r.set_defaults(func=cmd_run, default_out=None)
     rep = actions.add_parser("report", help="the leaderboard again from a public run's folder (no GPU needed)")
     rep.add_argument("--out", required=True, metavar="DIR", help="the folder the public run wrote")
@@ -413,7 +419,7 @@ def cmd_run(args):
     from harness.eval.console import run_definition
     from harness.full import RESULTS_ROOT, RunRecord, gpu_slug, record_run, start_from_results_cache
     from harness.data.resolve import resolve
-    from harness.eval.give_up import input_elements
+    from harness.eval.give_up import GiveUpRule, input_elements
 
     device = device_of(args)
     if not device.startswith("cuda"):
@@ -440,7 +446,10 @@ def cmd_run(args):
         # smallest first: the quick results come early, and an entry that times out does so on the larger rest
         workloads = sorted(select_workloads(dataset.workloads(d), args.workloads), key=partial(input_elements, d))
         plans.append((d, workloads, sols))
-    runs = [replace(run_options(args, device, d, out), give_up_after=args.give_up_after or None) for d in definitions]
+    if args.entry_budget < 0:
+        raise DataError("--entry-budget", f"{args.entry_budget:g} is negative", "give seconds, or 0 for no limit")
+    rule = GiveUpRule(after=args.give_up_after or None, budget_s=args.entry_budget or None)
+    runs = [replace(run_options(args, device, d, out), give_up=rule) for d in definitions]
     print_differences(*runs)
     results = []
     for (d, workloads, sols), opts in zip(plans, runs):
@@ -501,16 +510,19 @@ def traced_capability(trace_file):
 
 
 def given_up(out, definition_name):
-    """{solution name: (pairs, reason)} of the pairs the run gave up on (--give-up-after) that have no trace since."""
+    """{solution name: {reason: pairs}} of the pairs the run gave up on (--give-up-after, --entry-budget) that have
+    no trace since."""
     from harness.eval.record import NOT_RUN
     ep = extras_path(out, definition_name)
     lines = [e for _, e in read_jsonl(ep, allow_partial_tail=True)] if ep.exists() else []
     traced = {(e["solution"], e["workload"]) for e in lines if e.get("status") != NOT_RUN}
-    found = {}
+    found, seen = {}, set()
     for e in lines:
-        if e.get("status") == NOT_RUN and (e["solution"], e["workload"]) not in traced:
-            n, _ = found.get(e["solution"], (0, None))
-            found[e["solution"]] = (n + 1, e["reason"])
+        key = (e["solution"], e["workload"])
+        if e.get("status") == NOT_RUN and key not in traced and key not in seen:   # a resumed run says it again
+            seen.add(key)
+            reasons = found.setdefault(e["solution"], {})
+            reasons[e["reason"]] = reasons.get(e["reason"], 0) + 1
     return found
 
 
@@ -521,6 +533,6 @@ def _append_not_run(md, left_out, gave_up):
     lines += [f"- {entry.name} ({entry.repo}@{entry.commit[:12]}): {why}" for entry, why in left_out] or ["- none"]
     if gave_up:
         lines += ["", "## Pairs given up on (no trace)", ""]
-        lines += [f"- {name}: {n} workload(s) {why}" for name, (n, why) in gave_up.items()]
+        lines += [f"- {name}: {n} workload(s) {why}" for name, reasons in gave_up.items() for why, n in reasons.items()]
     with open(md, "a", encoding="utf-8") as f:
         f.write("\n".join(lines) + "\n")

@@ -1,12 +1,13 @@
-"""--give-up-after (the public run): a solution that timed out on N workloads is not run on workloads with no
-smaller inputs; those pairs get no trace, an extras line with the reason, and the leaderboard lists them."""
+"""--give-up-after and --entry-budget (the public run): a solution that timed out on N workloads is not run on
+workloads with no smaller inputs, and one whose pairs spent the budget in the timer is not run on the rest; those
+pairs get no trace, an extras line with the reason, and the leaderboard lists them."""
 import json
 from dataclasses import replace
 
 from harness.data.dataset import Dataset, read_traces, trace_path
 from harness.data.solution import Solution
 from harness.eval.child import TimingConfig
-from harness.eval.give_up import input_elements
+from harness.eval.give_up import GiveUpRule, input_elements
 from harness.eval.loop import evaluate
 from harness.eval.options import EvalOptions, differences
 from harness.public import given_up
@@ -14,6 +15,7 @@ from tests.toy import make_toy_root, toy_solution
 
 GOOD = "def run(x, y, alpha, z):\n    z.copy_(x + alpha * y)\n"
 SLEEPS = "import time\ndef run(x, y, alpha, z):\n    time.sleep(60)\n"
+SLOW = "import time\ndef run(x, y, alpha, z):\n    time.sleep(0.4)\n    z.copy_(x + alpha * y)\n"
 
 
 def test_input_size_counts_every_input_element():
@@ -32,9 +34,9 @@ def test_a_solution_that_times_out_is_not_run_on_larger_workloads(tmp_path):
     sols = [Solution.from_json(toy_solution(n, body), n) for n, body in (("good", GOOD), ("sleeps", SLEEPS))]
     out = tmp_path / "out"
     opts = EvalOptions(device="cpu", out_dir=out, timeout=3, timing=TimingConfig(0, 1, 1), show_progress=False,
-                       profile_baseline=False, isolation="worker", resume=True, give_up_after=1)
+                       profile_baseline=False, isolation="worker", resume=True, give_up=GiveUpRule(after=1))
     assert any("--give-up-after" in n for n in differences(opts))
-    assert not any("--give-up-after" in n for n in differences(replace(opts, give_up_after=None)))
+    assert not any("--give-up-after" in n for n in differences(replace(opts, give_up=None)))
     results = evaluate(ds, toy, by_size, sols, opts)
     got = {(r.solution.name, r.workload.uuid): r.trace.evaluation.status.value if r.trace else r.not_run
            for r in results}
@@ -45,20 +47,50 @@ def test_a_solution_that_times_out_is_not_run_on_larger_workloads(tmp_path):
     assert sorted((t.solution, t.workload.uuid) for t in traces if t.solution == "sleeps") == [("sleeps", "w-blob")]
     extras = [json.loads(x) for x in (out / "harness" / "toy_axpy.jsonl").read_text().splitlines()]
     assert sorted(e["workload"] for e in extras if e["status"] == "NOT_RUN") == ["w-random", "w-standin"]
-    assert given_up(out, "toy_axpy") == {"sleeps": (2, why)}
+    assert given_up(out, "toy_axpy") == {"sleeps": {why: 2}}
 
     # resumed: the kept TIMEOUT trace still counts, so nothing of the sleeper runs again
     again = evaluate(ds, toy, by_size, sols, opts)
     assert [r.not_run for r in again if r.not_run] == [why, why]
     assert all(r.skipped for r in again)
+    assert given_up(out, "toy_axpy") == {"sleeps": {why: 2}}   # said again on resume, counted once
+
+
+def test_a_solution_that_spent_its_budget_is_not_run_on_the_rest(tmp_path):
+    ds = Dataset(make_toy_root(tmp_path / "toy"))
+    toy = ds.definition("toy_axpy")
+    by_size = sorted(ds.workloads(toy), key=lambda w: input_elements(toy, w))
+    sols = [Solution.from_json(toy_solution(n, body), n) for n, body in (("good", GOOD), ("slow", SLOW))]
+    out = tmp_path / "out"
+    # one timed call per pair: the slow one's first pair spends >= 0.4 s in the timer, the good one's far less
+    opts = EvalOptions(device="cpu", out_dir=out, timeout=60, timing=TimingConfig(0, 1, 1), show_progress=False,
+                       profile_baseline=False, isolation="worker", resume=True, give_up=GiveUpRule(budget_s=0.3))
+    assert any("--entry-budget" in n for n in differences(opts))
+    results = evaluate(ds, toy, by_size, sols, opts)
+    got = {(r.solution.name, r.workload.uuid): r.trace.evaluation.status.value if r.trace else r.not_run
+           for r in results}
+    why = "not run: its pairs had spent 0.3 s or more in the timer (--entry-budget)"
+    assert got == {("good", "w-blob"): "PASSED", ("good", "w-standin"): "PASSED", ("good", "w-random"): "PASSED",
+                   ("slow", "w-blob"): "PASSED", ("slow", "w-standin"): why, ("slow", "w-random"): why}
+    assert given_up(out, "toy_axpy") == {"slow": {why: 2}}
+
+    # resumed: the kept pair's seconds still count; with a larger budget the rest runs
+    again = evaluate(ds, toy, by_size, sols, opts)
+    assert [r.not_run for r in again if r.not_run] == [why, why]
+    more = evaluate(ds, toy, by_size, sols, replace(opts, give_up=GiveUpRule(budget_s=600)))
+    assert not any(r.not_run for r in more)
+    assert given_up(out, "toy_axpy") == {}
 
 
 def test_the_leaderboard_lists_the_pairs_given_up_on(tmp_path):
     from harness.public import _append_not_run
     md = tmp_path / "board.md"
     md.write_text("# board\n")
-    _append_not_run(md, [], {"slow-entry": (40, "not run: it timed out on 2 workload(s) with no larger inputs "
-                                                "(--give-up-after 2)")})
+    _append_not_run(md, [], {"slow-entry": {"not run: it timed out on 2 workload(s) with no larger inputs "
+                                            "(--give-up-after 2)": 40,
+                                            "not run: its pairs had spent 120 s or more in the timer "
+                                            "(--entry-budget)": 3}})
     text = md.read_text()
     assert "## Not run here\n\n- none" in text
     assert "## Pairs given up on (no trace)\n\n- slow-entry: 40 workload(s) not run: it timed out on 2" in text
+    assert "\n- slow-entry: 3 workload(s) not run: its pairs had spent 120 s or more" in text

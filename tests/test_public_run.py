@@ -11,6 +11,7 @@ import harness.eval.timing_cuda
 from harness.cli import main
 from harness.public import load_entries
 from harness.data.resolve import reference_solution
+from harness.eval.give_up import GiveUpRule
 
 
 def test_public_run_puts_every_runnable_entry_beside_ours_and_lists_the_rest(monkeypatch, tmp_path, capsys):
@@ -50,7 +51,8 @@ def test_public_run_puts_every_runnable_entry_beside_ours_and_lists_the_rest(mon
                                            "public-gdn_decode"], 7),
         ("gdn_prefill_qk4_v8_d128_k_last", ["gdn-harness-prefill", "flashinfer-gdn-prefill", "fla-gdn-prefill",
                                             "public-gdn_prefil"], 7)]
-    assert all(opts.device == "cuda" and opts.isolation == "worker" and opts.give_up_after == 2 for *_, opts in calls)
+    assert all(opts.device == "cuda" and opts.isolation == "worker" and opts.give_up == GiveUpRule(2, 120.0)
+               for *_, opts in calls)
     # smallest inputs first (the prefill file's first seven have T = 6, 134, 134, 8192, 8192, 8192, 4124)
     prefill_t = [w.axes["total_seq_len"] for w in calls[1][2]]
     assert prefill_t[:3] == [6, 134, 134] and prefill_t[3] == 4124 and prefill_t[4:] == [8192] * 3

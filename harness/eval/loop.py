@@ -14,7 +14,7 @@ from harness.data.dataset import append_jsonl, extras_path
 from harness.data.trace import Status
 from harness.eval.child import Job, official_timing
 from harness.eval.costs import summarize
-from harness.eval.give_up import GiveUp, earlier_timeouts
+from harness.eval.give_up import GiveUp, earlier
 from harness.eval.options import default_prepare_jobs
 from harness.eval.payloads import prepare_in_parallel, prepare_workload
 from harness.eval.record import Pair, Prepared, Recorder
@@ -77,8 +77,8 @@ def evaluate(dataset, definition, workloads, solutions, opts, stats=None):
                    disable=not opts.show_progress, leave=True, mininterval=0.1 if tty else 30.0, ascii=not tty)
         late = unprofiled_workloads(out_dir, solutions, definition) if opts.resume and opts.profile_baseline else set()
         recorder = Recorder(definition, opts, ref_timing_label, bar, results)
-        give_up = GiveUp(definition, opts.give_up_after, results, earlier_timeouts(out_dir, solutions, definition)
-                         if opts.resume else {}) if opts.give_up_after else None
+        give_up = GiveUp(definition, opts.give_up, results, earlier(out_dir, solutions, definition)
+                         if opts.resume else None) if opts.give_up else None
         with open_runner(opts, recorder) as runner:
             runner.start([s.name for s in solutions if s.name not in rejected
                           and any((s.name, w.uuid) not in done for w in workloads)])

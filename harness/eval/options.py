@@ -7,6 +7,7 @@ from pathlib import Path
 from harness.dist.cluster import RayOptions
 from harness.eval.child import TimingConfig
 from harness.eval.correctness import Tolerance
+from harness.eval.give_up import GiveUpRule
 
 
 DEVIATIONS = [
@@ -66,9 +67,8 @@ def differences(opts):
                      "unexpectedly' or the timeout message (the child's log stays in /tmp)")
     if opts.timeout != OFFICIAL_TIMEOUT_S:
         notes.append(f"a pair times out after {opts.timeout:g} s (--timeout; officially {OFFICIAL_TIMEOUT_S:g} s)")
-    if opts.give_up_after:
-        notes.append(f"a solution that timed out on {opts.give_up_after} workload(s) is not run on workloads with no "
-                     "smaller inputs (--give-up-after; officially every pair runs): those pairs get no trace")
+    if opts.give_up:
+        notes += opts.give_up.differences()
     if opts.ray:
         notes.append("--ray: pairs run side by side, one at a time per Ray actor (one per GPU), each actor in its own "
                      "children; the official harness runs one pair at a time on one GPU. This process makes the inputs "
@@ -109,8 +109,7 @@ class EvalOptions:
     payload_cache: Path | None = None           # keep inputs + reference outputs here for later runs (None: off)
     prepare_jobs: int = 1                       # processes preparing payloads before the loop (1: in the loop)
     ray: RayOptions | None = None               # run the pairs on Ray actors (None: this host's children)
-    give_up_after: int | None = None            # timeouts of a solution before its pairs on workloads no smaller
-                                                # are not run (harness/eval/give_up.py; None: never)
+    give_up: GiveUpRule | None = None           # when to stop running a too-slow solution (None: never)
 
 
 def default_prepare_jobs():
