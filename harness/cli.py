@@ -205,7 +205,7 @@ def build_parser():
                    help="folder of starter-kit folders, one per definition (default: the repo's submission/)")
     p.add_argument("--dataset", default=None, metavar="DIR", help="dataset root (default: the repo's workloads/)")
     p.add_argument("--device", default=None, help="cuda (default) or cpu (interpreter; for tests, not official)")
-    p.set_defaults(func=cmd_tune)
+    p.set_defaults(func=cmd_tune, timer="cupti")   # the official timer only; device_of checks it is there
     p = sub.add_parser("package", help="submission/ -> <out>/<definition>/solution.json")
     p.add_argument("--submission", default=None, metavar="DIR",
                    help="folder of starter-kit folders, one per definition (default: the repo's submission/)")

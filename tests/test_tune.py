@@ -66,6 +66,21 @@ def test_tune_refuses_a_folder_that_is_not_our_decode_submission(tmp_path, capsy
     assert "no launch_table.py" in capsys.readouterr().err
 
 
+def test_tune_on_a_gpu_demands_the_official_timer(monkeypatch, capsys):
+    import torch
+    import harness.eval.timing_cuda
+    asked = []
+
+    def no_cupti(timer):
+        asked.append(timer)
+        raise RuntimeError("cupti-python is not installed")
+
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    monkeypatch.setattr(harness.eval.timing_cuda, "resolve_timer", no_cupti)
+    assert main(["tune", "--device", "cuda"]) == 2
+    assert asked == ["cupti"] and "--timer: cupti-python is not installed" in capsys.readouterr().err
+
+
 def test_a_broken_tuned_table_is_named_in_the_error(tmp_path):
     folder, lt = _copy(tmp_path, "c")
     (folder / "tuned_tables.json").write_text('{"NVIDIA H200": {"1": {"BV": 8, "colour": 1}}}')

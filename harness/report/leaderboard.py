@@ -60,7 +60,9 @@ def leaderboard_table(g, ours):
         row = {"solution": solution, "author": s.author.iloc[0], "ours": solution == ours,
                "passed": len(passed), "workloads": len(s), "of_workloads": total,
                "mean_latency_us": summary.at[solution, "mean_latency_us"],
-               "gated_speedup_vs_baseline": summary.at[solution, "mean_speedup_vs_baseline"],
+               # a workload with no trace (given up on, not reached) has not passed either
+               "gated_speedup_vs_baseline": summary.at[solution, "mean_speedup_vs_baseline"]
+               if s.uuid.nunique() == total else 0.0,
                # load_rows leaves speedup_vs_baseline NaN unless both passed
                "speedup_vs_baseline": s.speedup_vs_baseline.mean(),
                "win_rate_vs_ours": _win_rate(s, ours_lat, total) if official and ours and solution != ours
@@ -166,7 +168,7 @@ def _markdown(definition, g, table, line, facts):
     warnings = warning_table(g)
     md = [f"# Leaderboard: {definition}", "", f"Provenance: {line}", "",
           "Ranked by `gated_speedup_vs_baseline`, the official figure: the mean of FlashInfer baseline latency / "
-          "latency over the workloads the baseline passed, and 0 when any workload failed. Ties (all the failing "
+          "latency over the workloads the baseline passed, and 0 when any workload failed or has no trace. Ties (all the failing "
           "entries) are broken by `speedup_vs_baseline`, the same mean over the workloads both passed, ungated. "
           "`mean_latency_us` and the bucket columns average the PASSED workloads only. `win_rate_vs_ours`: the "
           "fraction of all workloads where both passed and the entry was faster than ours. Latencies in "
