@@ -1,10 +1,39 @@
 """Definition: the operator's axes, inputs, outputs, constraints and reference source."""
+import ast
 from dataclasses import dataclass, field
 
 from harness.data.jsonio import DataError, Fields, read_json
 
-DTYPES = {"float32", "float16", "bfloat16", "float64", "float8_e4m3fn", "float8_e5m2", "float4_e2m1",
-          "int64", "int32", "int16", "int8", "uint8", "bool"}
+# FIB's DType enum (data/definition.py): nothing else loads there
+DTYPES = {"float32", "float16", "bfloat16", "float8_e4m3fn", "float8_e5m2", "float4_e2m1",
+          "int64", "int32", "int16", "int8", "bool"}
+NOT_OFFICIAL_DTYPES = {"float64", "uint8"}  # torch has them, FIB does not: refused with the official rule
+
+
+def loader_refuses(where, subject, problem, hint=None):
+    """What FIB's pydantic models refuse for a definition or workload (subject: "definition 'name'", "workload
+    uuid"): the whole official dataset load fails on it. The same wording as solution.official_rule."""
+    return DataError(where, f"{subject}: {problem}; FlashInfer-Bench's loader refuses it, so the official dataset "
+                            "load would fail", hint)
+
+
+def harness_refuses(where, subject, problem, official, hint=None):
+    """What this harness refuses on purpose and FIB's loader takes (official: what FIB does with it)."""
+    return DataError(where, f"{subject}: {problem}; this harness refuses it, stricter than FlashInfer-Bench's "
+                            f"loader ({official})", hint)
+
+
+def check_reference(where, name, source):
+    """FIB's Definition validator: the reference parses and has a top-level `def run` (an ast.FunctionDef in the
+    module body: not async, not assigned, not in a class or under an if)."""
+    try:
+        module = ast.parse(source, mode="exec")
+    except SyntaxError as exc:
+        raise loader_refuses(where, f"definition '{name}'", f"'reference' is not valid Python ({exc.msg}, line "
+                                                             f"{exc.lineno})") from None
+    if not any(isinstance(node, ast.FunctionDef) and node.name == "run" for node in module.body):
+        raise loader_refuses(where, f"definition '{name}'", "'reference' defines no top-level function 'run'",
+                             "define it with a module-level 'def run(...)'")
 
 
 @dataclass
@@ -62,6 +91,9 @@ class Definition:
                 raise DataError(where, f"definition '{name}': field 'axes.{key}.type' must be 'const' or "
                                        f"'var', got {kind!r}")
             value = a.req("value", int, f"axes.{key}.") if kind == "const" else None
+            if value is not None and value < 0:  # FIB's AxisConst: NonNegativeInt
+                raise loader_refuses(where, f"definition '{name}'", f"const axis 'axes.{key}.value' is negative "
+                                                                     f"({value})")
             axes[key] = Axis(kind, value, a.opt("description", str))
         tensors = {}
         for part in ("inputs", "outputs"):
@@ -70,6 +102,10 @@ class Definition:
                 t = Fields(spec, where, f"definition '{name}'")
                 shape = t.opt("shape", list, prefix=f"{part}.{key}.")
                 dtype = t.req("dtype", str, f"{part}.{key}.")
+                if dtype in NOT_OFFICIAL_DTYPES:
+                    raise loader_refuses(where, f"definition '{name}'", f"field '{part}.{key}.dtype' is {dtype!r}, "
+                                                                         "which is not in its DType enum",
+                                         f"use one of {sorted(DTYPES)}")
                 if dtype not in DTYPES:
                     raise DataError(where, f"definition '{name}': field '{part}.{key}.dtype' has unknown dtype "
                                            f"{dtype!r}", f"use one of {sorted(DTYPES)}")
@@ -79,11 +115,12 @@ class Definition:
                                                f"axis {dim!r}", f"declare it under 'axes' ({sorted(axes)})")
                 tensors[part][key] = TensorSpec(shape, dtype, t.opt("description", str), t.opt("optional", bool))
         if not tensors["outputs"]:
-            raise DataError(where, f"definition '{name}': 'outputs' is empty")
+            raise harness_refuses(where, f"definition '{name}'", "'outputs' is empty", "which accepts it")
         overlap = set(tensors["inputs"]) & set(tensors["outputs"])
         if overlap:
             raise DataError(where, f"definition '{name}': names both input and output: {sorted(overlap)}")
         reference = f.req("reference", str)
+        check_reference(where, name, reference)
         constraints = f.opt("constraints", list, [])
         for c in constraints:
             if not isinstance(c, str):

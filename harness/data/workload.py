@@ -2,6 +2,7 @@
 from dataclasses import dataclass
 from pathlib import PurePosixPath
 
+from harness.data.definition import harness_refuses, loader_refuses
 from harness.data.jsonio import DataError, Fields, read_jsonl
 
 
@@ -34,6 +35,8 @@ class Workload:
         for k, v in axes.items():
             if isinstance(v, bool) or not isinstance(v, int):
                 raise DataError(where, f"workload {uuid}: axis 'axes.{k}' must be an integer, got {v!r}")
+            if v < 0:  # FIB's Workload.axes: NonNegativeInt
+                raise loader_refuses(where, f"workload {uuid}", f"axis 'axes.{k}' is negative ({v})")
         inputs = {}
         for name, spec in f.req("inputs", dict).items():
             s = Fields(spec, where, f"workload {uuid}")
@@ -59,17 +62,23 @@ class Workload:
         return {"uuid": self.uuid, "axes": self.axes, "inputs": {k: s.to_json() for k, s in self.inputs.items()}}
 
     def check_against(self, definition, where):
-        """Axes and inputs must match the definition exactly; say which is off."""
+        """Axes and inputs must match the definition exactly; say which is off. FIB's loader checks neither: its
+        run ignores an unknown axis or input (a blob input it does not know fails that workload's baseline), draws
+        a missing input at random and fails on a missing axis when that workload's shapes are computed."""
         var = set(definition.var_axes())
         if set(self.axes) != var:
             missing, extra = sorted(var - set(self.axes)), sorted(set(self.axes) - var)
-            raise DataError(where, f"workload {self.uuid}: axes do not match definition '{definition.name}' "
-                                   f"(missing {missing}, unknown {extra})")
+            raise harness_refuses(where, f"workload {self.uuid}", f"axes do not match definition "
+                                  f"'{definition.name}' (missing {missing}, unknown {extra})",
+                                  "which accepts it: an unknown axis is ignored, a missing one fails that "
+                                  "workload when it runs")
         if set(self.inputs) != set(definition.inputs):
             missing = sorted(set(definition.inputs) - set(self.inputs))
             extra = sorted(set(self.inputs) - set(definition.inputs))
-            raise DataError(where, f"workload {self.uuid}: inputs do not match definition '{definition.name}' "
-                                   f"(missing {missing}, unknown {extra})")
+            raise harness_refuses(where, f"workload {self.uuid}", f"inputs do not match definition "
+                                  f"'{definition.name}' (missing {missing}, unknown {extra})",
+                                  "which accepts it: a missing input is drawn at random, an unknown one is ignored "
+                                  "or, if it names a blob, skips that workload")
 
 
 def load_workloads(path):

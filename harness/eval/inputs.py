@@ -7,8 +7,8 @@ from harness.eval import standin
 from harness.data.jsonio import DataError
 
 TORCH_DTYPES = {"float32": torch.float32, "float16": torch.float16, "bfloat16": torch.bfloat16,
-                "float64": torch.float64, "int64": torch.int64, "int32": torch.int32, "int16": torch.int16,
-                "int8": torch.int8, "uint8": torch.uint8, "bool": torch.bool}
+                "int64": torch.int64, "int32": torch.int32, "int16": torch.int16, "int8": torch.int8,
+                "bool": torch.bool}   # float64 and uint8 are refused at load (not in FIB's DType enum)
 for _name in ("float8_e4m3fn", "float8_e5m2", "float4_e2m1fn_x2"):
     if hasattr(torch, _name):
         TORCH_DTYPES[_name] = getattr(torch, _name)
@@ -27,8 +27,27 @@ class LoadedBlobs:
     files: list             # blob files read
 
 
+class BlobFault(DataError):
+    """A blob file that is there but cannot give its workload's inputs: a tensor_key it lacks, a tensor of
+    another shape or dtype, an unreadable file or a git-LFS pointer. Officially that workload's baseline fails
+    and the workload is skipped (payloads.py turns this into ReferenceFailed); a missing file is not one (it is
+    synthesised as a stand-in, or refused when stand-ins are off)."""
+
+
+LFS_POINTER = b"version https://git-lfs.github.com/spec/v1"
+
+
+def _is_lfs_pointer(path):
+    try:
+        with open(path, "rb") as f:
+            return f.read(len(LFS_POINTER)) == LFS_POINTER
+    except OSError:
+        return False
+
+
 def load_blobs(dataset, definition, workload, synthesize=True):
-    """Read the safetensors inputs (CPU), writing stand-ins for missing files; check shape and dtype."""
+    """Read the safetensors inputs (CPU), writing stand-ins for missing files; check key, shape and dtype as the
+    official loader does (a fault is a BlobFault)."""
     from safetensors import safe_open
 
     axes = definition.axis_values(workload.axes)
@@ -47,23 +66,29 @@ def load_blobs(dataset, definition, workload, synthesize=True):
                 raise DataError(path, "blob file is missing", "run without --no-standin to synthesise stand-ins")
             standin.synthesize_blob(path, keys, definition, workload, axes)
         files.append(path)
+        if _is_lfs_pointer(path):  # the official loader runs `git lfs pull` on it; this harness does not
+            raise BlobFault(path, "the file is a git-LFS pointer, not the blob",
+                            "run `git lfs pull` in the dataset's repository; the official loader pulls it itself")
         try:
             with safe_open(str(path), framework="pt") as f:
-                any_standin |= standin.STANDIN_MARK in (f.metadata() or {})
+                is_standin = standin.STANDIN_MARK in (f.metadata() or {})
+                any_standin |= is_standin
                 present = set(f.keys())
                 for key, (name, shape, dtype) in keys.items():
                     if key not in present:
-                        raise DataError(path, f"tensor_key {key!r} (input '{name}') not in file; has "
+                        raise BlobFault(path, f"tensor_key {key!r} (input '{name}') not in file; has "
                                               f"{sorted(present)}")
                     t = f.get_tensor(key)
                     if list(t.shape) != list(shape) or t.dtype != dtype:
-                        raise DataError(path, f"tensor {key!r} (input '{name}') is {tuple(t.shape)} {t.dtype}; "
-                                              f"the definition wants {tuple(shape)} {dtype}")
+                        raise BlobFault(path, f"tensor {key!r} (input '{name}') is {tuple(t.shape)} {t.dtype}; "
+                                              f"the definition wants {tuple(shape)} {dtype}",
+                                        "it is a stand-in made for other axes: delete it to re-synthesise"
+                                        if is_standin else None)
                     tensors[name] = t
         except DataError:
             raise
         except Exception as exc:  # truncated or corrupt file
-            raise DataError(path, f"cannot read safetensors file: {exc}",
+            raise BlobFault(path, f"cannot read safetensors file: {exc}",
                             "delete it to re-synthesise a stand-in, or restore the real blob") from None
     return LoadedBlobs(tensors, any_standin, files)
 

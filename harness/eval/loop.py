@@ -134,7 +134,12 @@ def _loop(dataset, definition, workloads, solutions, opts, done, cache, runner, 
                 recorder.skipped(workload, s)
         if not todo:
             if workload.uuid in late and within_budget(opts, ref_spent):
-                ref_spent += time_late_reference(dataset, definition, workload, opts, cache, ref_timing_label, bar)
+                try:
+                    ref_spent += time_late_reference(dataset, definition, workload, opts, cache, ref_timing_label,
+                                                     bar)
+                except ReferenceFailed as exc:
+                    print(f"{definition.name}: workload {workload.uuid}: its reference latency is not timed: "
+                          f"{exc.why} ({exc})")
             elif workload.uuid in late:
                 ref_skipped += 1
             continue
@@ -142,8 +147,7 @@ def _loop(dataset, definition, workloads, solutions, opts, done, cache, runner, 
         try:
             path, provenance, ref, trial_inputs = prepare_workload(dataset, definition, workload, opts, cache_dir)
         except ReferenceFailed as exc:   # as officially: the workload is skipped, no solution gets a trace
-            print(f"{definition.name}: workload {workload.uuid} skipped, no trace written: the reference failed "
-                  f"on its inputs ({exc})")
+            print(f"{definition.name}: workload {workload.uuid} skipped, no trace written: {exc.why} ({exc})")
             recorder.bar.update(len(todo))
             continue
         ref_ms, reference_s = None, 0.0

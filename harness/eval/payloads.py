@@ -12,8 +12,8 @@ from tqdm import tqdm
 
 from harness.eval import environment
 from harness.eval.child import official_timing
-from harness.eval.inputs import check_constraints, load_blobs, materialize
-from harness.eval.reference import load_reference, run_reference
+from harness.eval.inputs import BlobFault, check_constraints, load_blobs, materialize
+from harness.eval.reference import BAD_BLOB, ReferenceFailed, load_reference, run_reference
 
 
 def _digest(files):
@@ -42,7 +42,12 @@ def payload_path(cache_dir, definition, workload, digest, opts, trials):
 
 
 def blobs_and_provenance(dataset, definition, workload, opts):
-    blobs = load_blobs(dataset, definition, workload, synthesize=opts.synthesize)
+    """The workload's blobs and where its inputs come from. A blob that cannot give its inputs fails the
+    workload's baseline (ReferenceFailed): officially that workload is skipped and the others run."""
+    try:
+        blobs = load_blobs(dataset, definition, workload, synthesize=opts.synthesize)
+    except BlobFault as exc:
+        raise ReferenceFailed(str(exc), BAD_BLOB) from exc
     provenance = {"inputs": "stand-in" if blobs.standin else ("real" if blobs.files else "random"),
                   "digest": _digest(blobs.files) if blobs.files else f"seed{opts.seed}"}
     return blobs, provenance
@@ -50,7 +55,8 @@ def blobs_and_provenance(dataset, definition, workload, opts):
 
 def prepare_workload(dataset, definition, workload, opts, cache_dir):
     """Trial inputs (CPU copies) and reference outputs, written to (or found in) `cache_dir`; returns
-    (payload path, provenance dict, ref fn, inputs)."""
+    (payload path, provenance dict, ref fn, inputs). ReferenceFailed: the workload's baseline cannot be built (a
+    blob that cannot give its inputs, a reference that raises or whose result does not fit the outputs)."""
     blobs, provenance = blobs_and_provenance(dataset, definition, workload, opts)
     timing = opts.timing or official_timing(definition.name)
     random = any(s.type == "random" for s in workload.inputs.values())
@@ -97,6 +103,8 @@ def _prepare_in_child(root, definition_name, workload, opts, cache_dir):
     try:
         dataset = Dataset(root)
         prepare_workload(dataset, dataset.definition(definition_name), workload, opts, cache_dir)
+        return workload.uuid, time.monotonic() - start, None
+    except ReferenceFailed:   # the serial pass meets it again and skips the workload, saying why
         return workload.uuid, time.monotonic() - start, None
     except Exception as exc:  # the serial pass meets it again and reports it in context
         return workload.uuid, time.monotonic() - start, f"{type(exc).__name__}: {exc}"

@@ -14,9 +14,19 @@ def load_reference(definition):
     return module.run
 
 
+RAISED = "the reference failed on its inputs"
+BAD_RESULT = "the reference's result does not fit the definition's outputs"
+BAD_BLOB = "its baseline could not be built from its blobs"
+
+
 class ReferenceFailed(Exception):
-    """The reference raised on a workload's inputs. Officially that workload is skipped: no trace for any
-    solution (FlashInfer-Bench writes none when the baseline fails)."""
+    """A workload's baseline could not be built: the reference raised on its inputs (RAISED), its result does
+    not normalise to the outputs (BAD_RESULT), or a blob cannot give its inputs (BAD_BLOB). Officially that
+    workload is skipped: no trace for any solution (FlashInfer-Bench's run_all logs the failure and goes on)."""
+
+    def __init__(self, detail, why=RAISED):
+        super().__init__(detail)
+        self.why = why
 
 
 def run_reference(run, definition, inputs):
@@ -24,5 +34,8 @@ def run_reference(run, definition, inputs):
         outputs = run(*inputs)
     except Exception as exc:
         raise ReferenceFailed(f"{type(exc).__name__}: {exc}") from exc
-    return normalize_outputs(outputs, list(definition.outputs),
-                             [torch_dtype(s.dtype) for s in definition.outputs.values()])
+    try:
+        return normalize_outputs(outputs, list(definition.outputs),
+                                 [torch_dtype(s.dtype) for s in definition.outputs.values()])
+    except Exception as exc:
+        raise ReferenceFailed(f"{type(exc).__name__}: {exc}", BAD_RESULT) from exc
