@@ -20,7 +20,9 @@ class BuildError(Exception):
 
 
 def _write_sources(solution, dest):
-    """Materialise sources once per content hash; a half-written tree is never visible."""
+    """Materialise sources once per content hash; a half-written tree is never visible. Only the solution's own
+    files are written (as FIB's write_sources_to_path): a python/triton build is a namespace package unless the
+    solution ships an __init__.py."""
     if dest.exists():
         return dest
     dest.parent.mkdir(parents=True, exist_ok=True)
@@ -31,9 +33,6 @@ def _write_sources(solution, dest):
             raise BuildError(f"source path {src.path!r} escapes the build folder")
         target.parent.mkdir(parents=True, exist_ok=True)
         target.write_text(src.content, encoding="utf-8")
-    if solution.spec.language in ("python", "triton"):
-        for folder in [tmp, *[p for p in tmp.rglob("*") if p.is_dir()]]:
-            (folder / "__init__.py").touch(exist_ok=True)
     try:
         tmp.rename(dest)
     except OSError:  # built concurrently by another process
@@ -49,12 +48,13 @@ def build(solution, cache_root=CACHE_ROOT):
     """Return the solution's entry-point callable. Raises BuildError on any build/import failure."""
     lang = solution.spec.language
     pkg = package_name(solution)
-    root = Path(cache_root) / "builds" / pkg
     try:
         if lang in ("python", "triton"):
-            return _build_python(solution, root, pkg)
+            # one subfolder per builder, as FIB's python/ and triton/; also keeps clear of the folders that
+            # earlier versions wrote to builds/<pkg> with an __init__.py added in every folder
+            return _build_python(solution, Path(cache_root) / "builds" / lang / pkg, pkg)
         if lang in ("cuda", "cpp"):
-            return _build_native(solution, root, pkg)
+            return _build_native(solution, Path(cache_root) / "builds" / pkg, pkg)
     except BuildError:
         raise
     except Exception as exc:
@@ -107,8 +107,7 @@ def _build_native(solution, root, pkg):
     # as the official builder: CUDA is linked for .cu sources or a "cuda" target in any case, and no custom flags
     cuda_target = any(t.lower() == "cuda" for t in solution.spec.target_hardware)
     ldflags = ["-lcuda", "-lcublas"] if cu or cuda_target else []
-    libdir = cuda_lib_dir()
-    if ldflags and libdir:
+    if ldflags and (libdir := cuda_lib_dir()):   # looked up only when CUDA is linked, as officially
         ldflags.insert(0, f"-L{libdir}")
     try:
         lib = tvm_ffi.cpp.build(name=pkg, cpp_files=cpp, cuda_files=cu, extra_include_paths=[str(src_dir)],
@@ -128,18 +127,25 @@ def _build_native(solution, root, pkg):
     return getattr(module, symbol)
 
 
+# Where FIB's tvm-ffi builder (TVMFFIBuilder._find_cuda_lib_path) looks for the folder holding libcudart.so, in
+# its order: beside the nvcc on PATH first, then these fixed prefixes; CUDA_HOME and CUDA_PATH are not read.
+CUDA_LIB_SUBDIRS = ("targets/x86_64-linux/lib", "lib64", "lib")
+CUDA_PREFIXES = ("/usr/local/cuda", "/usr/local/cuda-12", "/usr/local/cuda-13")
+
+
 def cuda_lib_dir():
-    """The CUDA toolkit's library folder (the one holding libcudart.so), as the official builder finds it."""
-    import glob
-    homes = [os.environ.get("CUDA_HOME"), os.environ.get("CUDA_PATH")]
+    """The CUDA toolkit's library folder passed as -L when CUDA is linked, found as the official builder finds it:
+    the toolkit of the nvcc on PATH (symlinks resolved), then /usr/local/cuda, cuda-12, cuda-13; in each, the
+    first of targets/x86_64-linux/lib, lib64, lib that holds libcudart.so. None when none does."""
+    homes = []
     nvcc = shutil.which("nvcc")
     if nvcc:
-        homes.append(str(Path(os.path.realpath(nvcc)).parent.parent))
-    homes += sorted(glob.glob("/usr/local/cuda*"), reverse=True)
-    for home in filter(None, homes):
-        for sub in ("lib64", "lib", "targets/x86_64-linux/lib"):
-            if (Path(home) / sub / "libcudart.so").exists():
-                return str(Path(home) / sub)
+        homes.append(Path(nvcc).resolve().parent.parent)
+    homes += [Path(p) for p in CUDA_PREFIXES]
+    for home in homes:
+        for sub in CUDA_LIB_SUBDIRS:
+            if (home / sub / "libcudart.so").exists():
+                return str(home / sub)
     return None
 
 

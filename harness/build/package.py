@@ -3,9 +3,10 @@
 Validated before anything is written: config.toml's tables, keys and types; one kit per definition; the
 definition exists; FlashInfer-Bench's loader rules (Solution.from_json); the entry point exists with a signature
 that fits its style and, for a value-returning one, a return annotation FIB's build accepts (both read from the
-source, without running it); every file under solution/<language>/ is packed with its relative path, no path is
-absolute or climbs out. Where the starter kit's own packer would write something else (files in subfolders or of
-other suffixes, target_hardware and dependencies as config.toml says, the description), it is printed."""
+source, without running it, where the source says them: one undecorated def, see entry_def); every file under
+solution/<language>/ is packed with its relative path, no path is absolute or climbs out. Where the starter kit's
+own packer would write something else (files in subfolders or of other suffixes, target_hardware and dependencies
+as config.toml says, the description), it is printed."""
 import ast
 import inspect
 import re
@@ -19,19 +20,59 @@ from harness.data.starter_kit import is_starter_kit, load_starter_kit
 
 
 
+# Calls through which a module can bind names the AST does not show (globals()["run"] = ..., exec(...), ...).
+DYNAMIC_BINDERS = {"globals", "vars", "exec", "setattr"}
+
+
+def module_bindings(tree):
+    """{name: [nodes that bind it]} for every name bound at module level (in ifs, trys, loops and withs too, not
+    inside defs or classes); None when the module can bind names the source does not show: a star import, a module
+    __getattr__, or a call of globals/vars/exec/setattr."""
+    names, stack = {}, list(tree.body)
+    if any(isinstance(n, ast.Name) and n.id in DYNAMIC_BINDERS for n in ast.walk(tree)):
+        return None
+    while stack:
+        node = stack.pop()
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            names.setdefault(node.name, []).append(node)
+            continue
+        if isinstance(node, ast.ImportFrom) and any(a.name == "*" for a in node.names):
+            return None
+        if isinstance(node, (ast.Import, ast.ImportFrom)):
+            for a in node.names:
+                names.setdefault((a.asname or a.name).split(".")[0], []).append(node)
+            continue
+        for child in ast.iter_child_nodes(node):
+            if isinstance(child, ast.Name) and isinstance(child.ctx, ast.Store):
+                names.setdefault(child.id, []).append(node)
+            elif isinstance(child, ast.stmt) or isinstance(child, (ast.expr, ast.excepthandler, ast.withitem)):
+                stack.append(child)
+    if "__getattr__" in names:
+        return None
+    return names
+
+
 def entry_def(source, symbol, where):
-    """The module's AST and the top-level def of `symbol`; None for the def when `symbol` is bound another way
-    (e.g. an alias): the harness checks that one when it builds it."""
+    """The module's AST and the def of `symbol` whose signature the built entry point has. FIB checks
+    inspect.signature of the object the import leaves bound to the name; the source says that signature only when
+    the name's one module-level binding is a def without decorators. Otherwise (decorated: a wrapper, a jit
+    object; bound by an import, an assignment or a class; bound twice, e.g. `run = wrap(run)` after the def;
+    declared global in a function; or bound in ways the source does not show) the def is None and the harness's
+    build-time check, on the real object, judges it."""
     try:
         tree = ast.parse(source)
     except SyntaxError as exc:
         raise DataError(f"{where}:{exc.lineno}", f"syntax error: {exc.msg}") from None
-    for node in tree.body:
-        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name == symbol:
-            return tree, node
-        if isinstance(node, ast.Assign) and any(isinstance(t, ast.Name) and t.id == symbol for t in node.targets):
-            return tree, None
-    raise DataError(where, f"entry point function '{symbol}' is not defined at the top level")
+    bindings = module_bindings(tree)
+    if bindings is None:
+        return tree, None
+    if symbol not in bindings:
+        raise DataError(where, f"entry point function '{symbol}' is not defined at the top level")
+    (node, *again) = bindings[symbol]
+    rebound = any(isinstance(n, ast.Global) and symbol in n.names for n in ast.walk(tree))
+    if again or rebound or not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) or node.decorator_list:
+        return tree, None
+    return tree, node
 
 
 def parameters_problem(node, expected, n_in, n_out, dps, symbol):

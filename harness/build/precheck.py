@@ -5,30 +5,8 @@ starting a child per pair to find the same thing."""
 import ast
 import importlib.util
 
+from harness.build.package import module_bindings, validate
 from harness.data.jsonio import DataError
-
-
-def _top_level_bindings(tree):
-    """{name: node} for every name bound at module level (in ifs and trys too, not inside defs or classes);
-    None when a star import makes that unknowable."""
-    names, stack = {}, list(tree.body)
-    while stack:
-        node = stack.pop()
-        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-            names.setdefault(node.name, node)
-            continue
-        if isinstance(node, ast.ImportFrom) and any(a.name == "*" for a in node.names):
-            return None
-        if isinstance(node, (ast.Import, ast.ImportFrom)):
-            for a in node.names:
-                names.setdefault((a.asname or a.name).split(".")[0], node)
-            continue
-        for child in ast.iter_child_nodes(node):
-            if isinstance(child, ast.Name) and isinstance(child.ctx, ast.Store):
-                names.setdefault(child.id, node)
-            elif isinstance(child, ast.stmt) or isinstance(child, (ast.expr, ast.excepthandler, ast.withitem)):
-                stack.append(child)
-    return names
 
 
 def _own_modules(solution):
@@ -67,25 +45,25 @@ def _importable(module):
 
 
 def static_problem(solution, definition):
-    """Why the official build of this solution would fail, if its sources already tell; else None."""
+    """Why the official build of this solution would fail, if its sources already tell; else None. The signature
+    is judged only where the source says it (package.entry_def: one undecorated def); a decorated entry, for one,
+    is left to the build-time check on the object the build returns, as FIB checks it."""
     if solution.spec.language not in ("python", "triton"):
         return None     # native sources: the compiler says
-    from harness.build.package import validate
-
     entry = next(s.content for s in solution.sources if s.path == solution.spec.entry_file)
     try:
-        bound = _top_level_bindings(ast.parse(entry))
+        bound = module_bindings(ast.parse(entry))
     except SyntaxError as exc:
         return f"{solution.spec.entry_file}:{exc.lineno}: syntax error: {exc.msg}"
     symbol = solution.spec.entry_symbol
     if bound is not None and symbol not in bound:
+        defs = sorted(n for n, nodes in bound.items() if any(isinstance(v, ast.FunctionDef) for v in nodes))
         return (f"entry point '{symbol}' is not defined in {solution.spec.entry_file} "
-                f"(it defines: {', '.join(sorted(n for n, v in bound.items() if isinstance(v, ast.FunctionDef))) or 'no function'})")
-    if bound is not None and isinstance(bound[symbol], (ast.FunctionDef, ast.AsyncFunctionDef)):
-        try:
-            validate(solution, definition, solution.name)
-        except DataError as exc:
-            return exc.message
+                f"(it defines: {', '.join(defs) or 'no function'})")
+    try:
+        validate(solution, definition, solution.name)
+    except DataError as exc:
+        return exc.message
     missing = missing_modules(solution)
     if missing:
         return (f"imports {', '.join(missing)}, which cannot be imported on this machine "
