@@ -56,6 +56,7 @@ def test_trace_round_trip_and_nan_strings():
     obj = tr.to_json()
     text = json.dumps(obj, allow_nan=False)  # must not need NaN literals
     assert '"max_relative_error": "NaN"' in text and '"max_absolute_error": "Infinity"' in text
+    assert '"extra": null' in text   # FIB's model writes every field, None included
     back = Trace.from_json(json.loads(text), "t")
     assert math.isnan(back.evaluation.correctness.max_relative_error)
     assert math.isinf(back.evaluation.correctness.max_absolute_error)
@@ -70,6 +71,10 @@ def test_status_field_rule():
     ok = _trace(Status.PASSED, correctness=Correctness(), performance=Performance(1.0, 2.0, 2.0))
     assert ok.to_json()["evaluation"]["performance"] == {"latency_ms": 1.0, "reference_latency_ms": 2.0,
                                                          "speedup_factor": 2.0}
+    # FIB's Performance has no inf/NaN-as-strings setting: pydantic writes a non-finite float as null
+    inf = _trace(Status.PASSED, correctness=Correctness(), performance=Performance(1.0, math.inf, math.inf))
+    assert inf.to_json()["evaluation"]["performance"] == {"latency_ms": 1.0, "reference_latency_ms": None,
+                                                          "speedup_factor": None}
 
 
 def _bad_def(tmp_path, mutate):

@@ -1,5 +1,6 @@
 """Trace and Evaluation, as FlashInfer-Bench writes them (one JSON object per line)."""
 import enum
+import math
 from dataclasses import dataclass, field
 
 from harness.data.jsonio import DataError, Fields, decode_float, encode_float
@@ -23,11 +24,9 @@ class Correctness:
     extra: dict | None = None
 
     def to_json(self):
-        out = {"max_relative_error": encode_float(self.max_relative_error),
-               "max_absolute_error": encode_float(self.max_absolute_error)}
-        if self.extra is not None:
-            out["extra"] = {k: encode_float(v) for k, v in self.extra.items()}
-        return out
+        return {"max_relative_error": encode_float(self.max_relative_error),
+                "max_absolute_error": encode_float(self.max_absolute_error),
+                "extra": None if self.extra is None else {k: encode_float(v) for k, v in self.extra.items()}}
 
 
 @dataclass
@@ -37,9 +36,10 @@ class Performance:
     speedup_factor: float = 0.0
 
     def to_json(self):
-        return {"latency_ms": encode_float(self.latency_ms),
-                "reference_latency_ms": encode_float(self.reference_latency_ms),
-                "speedup_factor": encode_float(self.speedup_factor)}
+        """As FIB's model writes it: no inf/NaN-as-strings setting here, so a non-finite value is null."""
+        return {k: v if math.isfinite(v) else None for k, v in (
+            ("latency_ms", self.latency_ms), ("reference_latency_ms", self.reference_latency_ms),
+            ("speedup_factor", self.speedup_factor))}
 
 
 @dataclass

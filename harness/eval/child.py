@@ -16,6 +16,7 @@ from harness.eval.inputs import allocate_outputs, torch_dtype
 from harness.data.solution import Solution
 from harness.data.trace import Status
 from harness.data.workload import Workload
+from harness.eval.traces import now
 
 
 @dataclass(frozen=True)
@@ -61,6 +62,7 @@ class Outcome:
     timer: str | None = None
     warnings: list = field(default_factory=list)
     phases: dict = field(default_factory=dict)   # seconds the child spent per phase (Phases.done)
+    timestamp: str | None = None                 # when the child finished, as officially (None: the parent's)
 
     def to_dict(self):
         return dict(self.__dict__)
@@ -128,7 +130,9 @@ def run_job(job):
     As officially: the child clones the trial inputs once; the same clones feed the correctness calls
     and then the timing calls."""
     phases = Phases()
-    return phases.done(_run_job(job, phases))
+    outcome = phases.done(_run_job(job, phases))
+    outcome.timestamp = now()
+    return outcome
 
 
 def _run_job(job, phases):
@@ -212,6 +216,9 @@ def _run_job(job, phases):
         outcome.latency_ms = sum(per_trial) / len(per_trial)
         outcome.event_ms = sum(events) / len(events) if events else None
         phases.mark("timing")
+        if outcome.latency_ms == 0.0:   # officially the speedup's division raises in the child: RUNTIME_ERROR
+            print("ZeroDivisionError: float division by zero (the measured latency is 0)", flush=True)
+            return Outcome(Status.RUNTIME_ERROR.value, warnings=warnings)
     if payload.get("fresh"):
         problem = _fresh_check(fn, trial_inputs[0], timed_outputs, payload["fresh"], definition, workload, job,
                                dps, names_out, warnings)

@@ -16,13 +16,21 @@ DEVIATIONS = [
     "random inputs use a recorded seed (--seed); the official harness sets none",
     "reference outputs are computed once per workload when every input comes from a blob or a scalar "
     "(the trials are then identical by construction); the official harness recomputes them per trial",
-    "environment.libs carries extra provenance keys (harness, timer, inputs, sm_count, driver)",
+    "environment.libs carries extra provenance keys (python, flashinfer, numpy, harness, timer, inputs, "
+    "input_digest, solution_digest, sm_count, compute_capability, driver; officially torch, triton and cuda)",
     "DPS outputs are filled with NaN before each correctness call (torch.empty otherwise), so a solution that "
     "never writes them cannot pass on leftover memory",
     "after timing, one more call on perturbed inputs written into the same tensors checks for memoized "
-    "outputs and host syncs (a warning; a failure with --strict)",
-    "workloads are checked before any pair: an input the workload does not list, or a violated definition "
-    "constraint, stops the run naming it (officially the input is random and constraints are never evaluated)",
+    "outputs (on a GPU, two more check for host syncs); a warning, a failure with --strict",
+    "inputs are copied before the first correctness call and outputs right after each one, on the device, to warn "
+    "of modified inputs and of work left running (officially no copies)",
+    "workloads are checked before any pair: an input or axis the definition does not have, or one it has that the "
+    "workload lacks, stops the run naming it (officially a missing input is random and extra ones are ignored); a "
+    "violated definition constraint stops the run when that workload is reached (officially never evaluated)",
+    "a trace's log ends with the harness's reason for an INCORRECT_* status and its warnings as "
+    "'[harness warning]' lines (officially no reason is logged)",
+    "solutions run in the order given on the command line, within each workload (officially in the order of "
+    "their JSON files' paths in the dataset)",
 ]
 
 
@@ -50,7 +58,12 @@ def differences(opts):
     if opts.device.startswith("cuda"):
         notes.append("after each timed trial of a solution, as many calls again run back to back on the same tensors, "
                      "timed with CUDA events (the host-inclusive time reported beside the official one); they are "
-                     "outside the official span, but an in-place solution's state moves on")
+                     "outside the official span, but an in-place solution's state moves on. Should they raise, the "
+                     "pair keeps its official status, with a warning")
+        if opts.timer != "events":
+            notes.append("the official CUPTI timer is required: without it the run stops, and FlashInfer falling back "
+                         "to CUDA events inside a call is RUNTIME_ERROR (officially a silent fall-back, a warning "
+                         "in the child's log)")
     if opts.payload_cache:
         notes.append(f"{PAYLOAD_CACHE_NOTE}: {opts.payload_cache}")
     if opts.isolation == "worker":
@@ -75,8 +88,12 @@ def differences(opts):
                      "and reference outputs" + (" and times the reference, beside the actors' timed calls"
                                                 if opts.profile_baseline else ""))
     if opts.reference_timing:
-        notes.append("the prefill reference is timed with 1 trial of 1 iteration (its Python loop is slow); "
-                     "--reference-timing official times it as the solutions")
+        notes.append("the prefill reference is timed with 1 trial of 1 iteration and no warmup (its Python loop is "
+                     "slow); --reference-timing official times it as the solutions")
+    if opts.profile_baseline and opts.device.startswith("cuda"):
+        notes.append("reference latencies are cached (same GPU model, workload, input bytes, timer and settings) and "
+                     "reused by later runs, and the reference is timed on fresh device copies of a trial's inputs; "
+                     "officially it is timed every run, on the tensors that produced its outputs")
     if not opts.device.startswith("cuda"):
         notes.append("CPU device: a correctness check; latencies are wall-clock and NOT official, so no speedups "
                      "or scores are shown" + ("" if opts.profile_baseline else ", and the reference is not timed"))

@@ -96,5 +96,5 @@ def make_trace(definition, workload, solution, outcome, log, ref_ms, env):
         text = f"{log}\n{extra}" if log else extra
     for w in outcome.get("warnings", []):
         text += f"\n[harness warning] {w}"
-    evaluation = Evaluation(status, env, now(), text, correctness, performance)
+    evaluation = Evaluation(status, env, outcome.get("timestamp") or now(), text, correctness, performance)
     return Trace(definition.name, workload, solution.name, evaluation)

@@ -1,0 +1,79 @@
+"""Around the timed calls, as officially: a measured latency of 0 is RUNTIME_ERROR (FIB's speedup division raises
+in the child), calls the official evaluator never makes (the event-timed ones) cannot change a status, and the
+trace's timestamp is the child's, taken when its evaluation ends."""
+import harness.eval.child
+import harness.eval.timing
+import harness.eval.timing_cuda
+from harness.data.dataset import Dataset
+from harness.data.solution import Solution
+from harness.eval.child import TimingConfig
+from harness.eval.loop import evaluate
+from harness.eval.options import EvalOptions
+from tests.toy import make_toy_root, toy_solution
+
+GOOD = "def run(x, y, alpha, z):\n    z.copy_(x + alpha * y)\n"
+
+
+def _run_toy(tmp_path):
+    ds = Dataset(make_toy_root(tmp_path / "toy"))
+    toy = ds.definition("toy_axpy")
+    sol = Solution.from_json(toy_solution("good", GOOD), "good")
+    opts = EvalOptions(device="cpu", out_dir=tmp_path / "out", timing=TimingConfig(0, 1, 1), show_progress=False,
+                       profile_baseline=False, isolation="none")
+    return evaluate(ds, toy, ds.workloads(toy)[:1], [sol], opts)
+
+
+def test_a_zero_latency_is_a_runtime_error(tmp_path, monkeypatch, capsys):
+    monkeypatch.setattr(harness.eval.timing, "_measure_cpu",
+                        lambda fn, args, cfg: harness.eval.timing.TimingResult(0.0, harness.eval.timing.CPU_LABEL))
+    [r] = _run_toy(tmp_path)
+    assert r.trace.evaluation.status.value == "RUNTIME_ERROR" and r.trace.evaluation.performance is None
+    # isolation none: the child's output is this process's (a child's would be in the trace log)
+    assert "ZeroDivisionError: float division by zero" in capsys.readouterr().out
+
+
+def test_the_timestamp_is_the_childs(tmp_path, monkeypatch):
+    monkeypatch.setattr(harness.eval.child, "now", lambda: "2001-02-03T04:05:06.000007")
+    [r] = _run_toy(tmp_path)
+    assert r.trace.evaluation.status.value == "PASSED"
+    assert r.trace.evaluation.timestamp == "2001-02-03T04:05:06.000007"
+
+
+def test_event_timed_calls_that_raise_leave_the_official_figure(monkeypatch):
+    calls = []
+
+    def fn():
+        calls.append(1)
+        if len(calls) > 3:   # the official calls (3 here) pass; the extra ones fail
+            raise RuntimeError("out of workspace")
+
+    def official(fn, args, cfg):
+        for _ in range(3):
+            fn(*args)
+        return [0.010, 0.012, 0.011]
+
+    def events(fn, args, iters):
+        for _ in range(iters):
+            fn(*args)
+        return 0.5
+
+    monkeypatch.setattr(harness.eval.timing_cuda, "resolve_timer", lambda timer: "cupti")
+    monkeypatch.setattr(harness.eval.timing_cuda, "_cupti_times", official)
+    monkeypatch.setattr(harness.eval.timing_cuda, "event_time_ms", events)
+    res = harness.eval.timing_cuda.measure(fn, [], TimingConfig(0, 3, 1))
+    assert res.median_ms == 0.011 and res.event_ms is None
+    assert res.warnings == ["the event-timed calls after the official ones raised RuntimeError: out of workspace "
+                            "(no event time; the status is the official calls')"]
+
+
+def test_the_timer_and_reference_differences_are_printed_where_they_apply():
+    from harness.eval.options import differences
+    gpu = differences(EvalOptions(device="cuda", isolation="process"))
+    assert any(n.startswith("the official CUPTI timer is required") for n in gpu)
+    assert any(n.startswith("reference latencies are cached") for n in gpu)
+    assert any("Should they raise, the pair keeps its official status" in n for n in gpu)
+    events = differences(EvalOptions(device="cuda", isolation="process", timer="events", profile_baseline=False))
+    assert not any(n.startswith("the official CUPTI timer is required") for n in events)
+    assert not any(n.startswith("reference latencies are cached") for n in events)
+    cpu = differences(EvalOptions(device="cpu", isolation="process"))
+    assert not any("CUPTI" in n or n.startswith("reference latencies are cached") for n in cpu)
