@@ -2,25 +2,12 @@
 import ast
 from dataclasses import dataclass, field
 
-from harness.data.jsonio import DataError, Fields, read_json
+from harness.data.jsonio import DataError, Fields, harness_refuses, loader_refuses, read_json
 
 # FIB's DType enum (data/definition.py): nothing else loads there
 DTYPES = {"float32", "float16", "bfloat16", "float8_e4m3fn", "float8_e5m2", "float4_e2m1",
           "int64", "int32", "int16", "int8", "bool"}
 NOT_OFFICIAL_DTYPES = {"float64", "uint8"}  # torch has them, FIB does not: refused with the official rule
-
-
-def loader_refuses(where, subject, problem, hint=None):
-    """What FIB's pydantic models refuse for a definition or workload (subject: "definition 'name'", "workload
-    uuid"): the whole official dataset load fails on it. The same wording as solution.official_rule."""
-    return DataError(where, f"{subject}: {problem}; FlashInfer-Bench's loader refuses it, so the official dataset "
-                            "load would fail", hint)
-
-
-def harness_refuses(where, subject, problem, official, hint=None):
-    """What this harness refuses on purpose and FIB's loader takes (official: what FIB does with it)."""
-    return DataError(where, f"{subject}: {problem}; this harness refuses it, stricter than FlashInfer-Bench's "
-                            f"loader ({official})", hint)
 
 
 def check_reference(where, name, source):

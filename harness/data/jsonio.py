@@ -144,3 +144,16 @@ class Fields:
 
     def sub(self, key, what, prefix=""):
         return Fields(self.req(key, dict, prefix), self.where, what)
+
+
+def loader_refuses(where, subject, problem, hint=None):
+    """What FIB's pydantic models refuse (subject: "solution 'name'", "definition 'name'", "workload uuid"): the
+    whole official dataset load fails on it."""
+    return DataError(where, f"{subject}: {problem}; FlashInfer-Bench's loader refuses it, so the official dataset "
+                            "load would fail", hint)
+
+
+def harness_refuses(where, subject, problem, official, hint=None):
+    """What this harness refuses on purpose and FIB's loader takes (official: what FIB does with it)."""
+    return DataError(where, f"{subject}: {problem}; this harness refuses it, stricter than FlashInfer-Bench's "
+                            f"loader ({official})", hint)

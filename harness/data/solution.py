@@ -3,7 +3,7 @@ import hashlib
 from dataclasses import dataclass, field
 from pathlib import PurePosixPath
 
-from harness.data.jsonio import DataError, Fields, read_json
+from harness.data.jsonio import DataError, Fields, loader_refuses, read_json
 
 LANGUAGES = ("python", "triton", "cpp", "cuda", "tilelang")
 BINDINGS = ("tvm-ffi", "torch")
@@ -49,9 +49,8 @@ def check_source_path(path, where):
 
 
 def official_rule(where, name, problem, hint=None):
-    """What FIB's pydantic models refuse (data/solution.py): the whole official dataset load fails on it."""
-    return DataError(where, f"solution '{name}': {problem}; FlashInfer-Bench's loader refuses it, so the official "
-                            "dataset load would fail", hint)
+    """What FIB's pydantic models refuse of a solution (data/solution.py)."""
+    return loader_refuses(where, f"solution '{name}'", problem, hint)
 
 
 def non_empty(f, key, name, prefix=""):

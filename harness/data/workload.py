@@ -2,8 +2,7 @@
 from dataclasses import dataclass
 from pathlib import PurePosixPath
 
-from harness.data.definition import harness_refuses, loader_refuses
-from harness.data.jsonio import DataError, Fields, read_jsonl
+from harness.data.jsonio import DataError, Fields, harness_refuses, loader_refuses, read_jsonl
 
 
 @dataclass

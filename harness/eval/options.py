@@ -25,8 +25,9 @@ DEVIATIONS = [
     "inputs are copied before the first correctness call and outputs right after each one, on the device, to warn "
     "of modified inputs and of work left running (officially no copies)",
     "workloads are checked before any pair: an input or axis the definition does not have, or one it has that the "
-    "workload lacks, stops the run naming it (officially a missing input is random and extra ones are ignored); a "
-    "violated definition constraint stops the run when that workload is reached (officially never evaluated)",
+    "workload lacks, stops the run naming it (officially a missing input is drawn at random, a missing axis or an "
+    "unknown input naming a blob skips the workload, other unknown ones are ignored); a violated definition "
+    "constraint stops the run when that workload is reached (officially never evaluated)",
     "a trace's log ends with the harness's reason for an INCORRECT_* status and its warnings as "
     "'[harness warning]' lines (officially no reason is logged)",
     "solutions run in the order given on the command line, within each workload (officially in the order of "
