@@ -155,16 +155,6 @@ def test_the_found_folder_goes_first_in_the_link_flags(tmp_path, monkeypatch, fa
 # Python/Triton: FIB writes only the solution's files under <cache>/<python|triton>/<pkg>/<pkg>/ and imports
 # <pkg>.<entry module> with <cache>/<python|triton>/<pkg> on sys.path: a namespace package.
 
-@pytest.fixture
-def clean_imports():
-    """Leaves sys.path and sys.modules as they were (the builds insert their folders and packages)."""
-    path, modules = list(sys.path), set(sys.modules)
-    yield
-    sys.path[:] = path
-    for name in set(sys.modules) - modules:
-        del sys.modules[name]
-
-
 def _py_solution(name, sources, language="python", entry="main.py::run"):
     return Solution.from_json({
         "name": name, "definition": "toy_axpy", "author": "t",

@@ -26,20 +26,27 @@ def test_input_size_counts_every_input_element():
     assert input_elements(decode, w) == 2 * 512 + 1024 + 8 * 128 * 128 + 2 * 8 + 2 * 8 + 1
 
 
-def test_a_solution_that_times_out_is_not_run_on_larger_workloads(tmp_path):
+def _toy_run(tmp_path, other, body, timeout, rule):
+    """The toy's workloads smallest first, a good solution and `other`, evaluated under `rule`; returns the
+    evaluate() of a later pass too (same options) and {(solution, workload): status or the not-run reason}."""
     ds = Dataset(make_toy_root(tmp_path / "toy"))
     toy = ds.definition("toy_axpy")
     by_size = sorted(ds.workloads(toy), key=lambda w: input_elements(toy, w))
     assert [w.uuid for w in by_size] == ["w-blob", "w-standin", "w-random"]   # n = 4, 8, 16: 4n + 1 elements
-    sols = [Solution.from_json(toy_solution(n, body), n) for n, body in (("good", GOOD), ("sleeps", SLEEPS))]
-    out = tmp_path / "out"
-    opts = EvalOptions(device="cpu", out_dir=out, timeout=3, timing=TimingConfig(0, 1, 1), show_progress=False,
-                       profile_baseline=False, isolation="worker", resume=True, give_up=GiveUpRule(after=1))
-    assert any("--give-up-after" in n for n in differences(opts))
-    assert not any("--give-up-after" in n for n in differences(replace(opts, give_up=None)))
+    sols = [Solution.from_json(toy_solution(n, b), n) for n, b in (("good", GOOD), (other, body))]
+    opts = EvalOptions(device="cpu", out_dir=tmp_path / "out", timeout=timeout, timing=TimingConfig(0, 1, 1),
+                       show_progress=False, profile_baseline=False, isolation="worker", resume=True, give_up=rule)
     results = evaluate(ds, toy, by_size, sols, opts)
     got = {(r.solution.name, r.workload.uuid): r.trace.evaluation.status.value if r.trace else r.not_run
            for r in results}
+    return (lambda o=opts: evaluate(ds, toy, by_size, sols, o)), opts, got
+
+
+def test_a_solution_that_times_out_is_not_run_on_larger_workloads(tmp_path):
+    again_run, opts, got = _toy_run(tmp_path, "sleeps", SLEEPS, 3, GiveUpRule(after=1))
+    out = opts.out_dir
+    assert any("--give-up-after" in n for n in differences(opts))
+    assert not any("--give-up-after" in n for n in differences(replace(opts, give_up=None)))
     why = "not run: it timed out on 1 workload(s) with no larger inputs (--give-up-after 1)"
     assert got == {("good", "w-blob"): "PASSED", ("good", "w-standin"): "PASSED", ("good", "w-random"): "PASSED",
                    ("sleeps", "w-blob"): "TIMEOUT", ("sleeps", "w-standin"): why, ("sleeps", "w-random"): why}
@@ -50,34 +57,26 @@ def test_a_solution_that_times_out_is_not_run_on_larger_workloads(tmp_path):
     assert given_up(out, "toy_axpy") == {"sleeps": {why: 2}}
 
     # resumed: the kept TIMEOUT trace still counts, so nothing of the sleeper runs again
-    again = evaluate(ds, toy, by_size, sols, opts)
+    again = again_run()
     assert [r.not_run for r in again if r.not_run] == [why, why]
     assert all(r.skipped for r in again)
     assert given_up(out, "toy_axpy") == {"sleeps": {why: 2}}   # said again on resume, counted once
 
 
 def test_a_solution_that_spent_its_budget_is_not_run_on_the_rest(tmp_path):
-    ds = Dataset(make_toy_root(tmp_path / "toy"))
-    toy = ds.definition("toy_axpy")
-    by_size = sorted(ds.workloads(toy), key=lambda w: input_elements(toy, w))
-    sols = [Solution.from_json(toy_solution(n, body), n) for n, body in (("good", GOOD), ("slow", SLOW))]
-    out = tmp_path / "out"
     # one timed call per pair: the slow one's first pair spends >= 0.4 s in the timer, the good one's far less
-    opts = EvalOptions(device="cpu", out_dir=out, timeout=60, timing=TimingConfig(0, 1, 1), show_progress=False,
-                       profile_baseline=False, isolation="worker", resume=True, give_up=GiveUpRule(budget_s=0.3))
+    again_run, opts, got = _toy_run(tmp_path, "slow", SLOW, 60, GiveUpRule(budget_s=0.3))
+    out = opts.out_dir
     assert any("--entry-budget" in n for n in differences(opts))
-    results = evaluate(ds, toy, by_size, sols, opts)
-    got = {(r.solution.name, r.workload.uuid): r.trace.evaluation.status.value if r.trace else r.not_run
-           for r in results}
     why = "not run: its pairs had spent 0.3 s or more in the timer (--entry-budget)"
     assert got == {("good", "w-blob"): "PASSED", ("good", "w-standin"): "PASSED", ("good", "w-random"): "PASSED",
                    ("slow", "w-blob"): "PASSED", ("slow", "w-standin"): why, ("slow", "w-random"): why}
     assert given_up(out, "toy_axpy") == {"slow": {why: 2}}
 
     # resumed: the kept pair's seconds still count; with a larger budget the rest runs
-    again = evaluate(ds, toy, by_size, sols, opts)
+    again = again_run()
     assert [r.not_run for r in again if r.not_run] == [why, why]
-    more = evaluate(ds, toy, by_size, sols, replace(opts, give_up=GiveUpRule(budget_s=600)))
+    more = again_run(replace(opts, give_up=GiveUpRule(budget_s=600)))
     assert not any(r.not_run for r in more)
     assert given_up(out, "toy_axpy") == {}
 

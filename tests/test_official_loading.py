@@ -27,8 +27,10 @@ STRICTER = "this harness refuses it, stricter than FlashInfer-Bench's loader (wh
 BLOB = "./blob/toy/bad.safetensors"
 
 
-def _blob_input(key):
-    return {"type": "safetensors", "path": BLOB, "tensor_key": key}
+def _row(uuid, n, path, alpha):
+    """A toy workload row whose x and y are read from the blob at `path`."""
+    blob = {k: {"type": "safetensors", "path": path, "tensor_key": k} for k in ("x", "y")}
+    return {"uuid": uuid, "axes": {"n": n}, "inputs": {**blob, "alpha": {"type": "scalar", "value": alpha}}}
 
 
 def _root_with_a_bad_blob(tmp, write_bad):
@@ -36,12 +38,7 @@ def _root_with_a_bad_blob(tmp, write_bad):
     (n = 4) reads the toy's real blob, x = arange(8) as 4 x 2 and y = ones."""
     root = make_toy_root(tmp / "toy")
     write_bad(root / "blob" / "toy" / "bad.safetensors")
-    rows = [{"uuid": "w-bad", "axes": {"n": 4}, "inputs": {"x": _blob_input("x"), "y": _blob_input("y"),
-                                                           "alpha": {"type": "scalar", "value": 1.0}}},
-            {"uuid": "w-good", "axes": {"n": 4}, "inputs": {
-                "x": {"type": "safetensors", "path": "./blob/toy/real.safetensors", "tensor_key": "x"},
-                "y": {"type": "safetensors", "path": "./blob/toy/real.safetensors", "tensor_key": "y"},
-                "alpha": {"type": "scalar", "value": 2.0}}}]
+    rows = [_row("w-bad", 4, BLOB, 1.0), _row("w-good", 4, "./blob/toy/real.safetensors", 2.0)]
     _write_workloads(root, rows)
     return root
 
@@ -114,12 +111,7 @@ def test_a_workload_whose_blob_cannot_give_its_inputs_is_skipped_and_the_next_pa
 
 def test_a_stale_stand_in_says_how_to_renew_it_and_a_missing_blob_is_still_synthesised(tmp_path, capsys):
     root = make_toy_root(tmp_path / "toy")
-    rows = [{"uuid": "w-stale", "axes": {"n": 4}, "inputs": {"x": _blob_input("x"), "y": _blob_input("y"),
-                                                             "alpha": {"type": "scalar", "value": 1.0}}},
-            {"uuid": "w-new", "axes": {"n": 3}, "inputs": {
-                "x": {"type": "safetensors", "path": "./blob/toy/new.safetensors", "tensor_key": "x"},
-                "y": {"type": "safetensors", "path": "./blob/toy/new.safetensors", "tensor_key": "y"},
-                "alpha": {"type": "scalar", "value": 1.0}}}]
+    rows = [_row("w-stale", 4, BLOB, 1.0), _row("w-new", 3, "./blob/toy/new.safetensors", 1.0)]
     _write_workloads(root, rows)
     # a stand-in written for n = 5 earlier (the mark the stand-in writer puts), now read for n = 4
     save_file({"x": torch.zeros(5, 2), "y": torch.zeros(5, 2)}, str(root / "blob" / "toy" / "bad.safetensors"),

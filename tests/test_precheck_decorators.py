@@ -3,7 +3,6 @@ name's one module-level binding is a def without decorators. FIB checks inspect.
 leaves bound to the name, so a decorated entry (a wrapper taking *args, a jit-like object) or a rebound name is left
 to the build-time check in the child, which sees that object; an undecorated def with a wrong signature is still
 refused before any child starts, with the official message."""
-import sys
 import textwrap
 from types import SimpleNamespace
 
@@ -102,15 +101,6 @@ def test_an_entry_bound_by_an_import_is_left_to_the_build_when_packing_too():
 def test_an_entry_that_is_not_bound_is_still_refused():
     sol = _solution("absent", "@staticmethod\ndef other(x, y, alpha, z):\n    pass\n")
     assert static_problem(sol, TOY) == "entry point 'run' is not defined in main.py (it defines: other)"
-
-
-@pytest.fixture
-def clean_imports():
-    path, modules = list(sys.path), set(sys.modules)
-    yield
-    sys.path[:] = path
-    for name in set(sys.modules) - modules:
-        del sys.modules[name]
 
 
 def test_the_build_time_check_sees_the_decorated_object(tmp_path, clean_imports):
