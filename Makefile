@@ -17,7 +17,7 @@ help:
 	@echo "make bench     on a GPU: the harness benchmark (ours + baseline, fresh folder, wall time)"
 	@echo "make public    on a GPU: fetch the public entries (FROM=dir of packed JSONs offline), run them beside ours"
 	@echo "make package   submission/ -> results/package/<definition>/solution.json"
-	@echo "make tune      on a GPU: our decode launch table again for this GPU -> submission's tuned_tables.json"
+	@echo "make tune      on a GPU: our launch tables again for this GPU -> the submission's tuned_tables.json"
 	@echo "make test-gpu  GPU-marked tests (on a CUDA host)"
 
 .venv/.installed: pyproject.toml

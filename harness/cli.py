@@ -199,8 +199,10 @@ def build_parser():
     p.add_argument("--names", nargs=2, default=None, metavar=("A", "B"),
                    help="labels of --run and --against in the report (default: their folder names)")
     p.set_defaults(func=cmd_agreement)
-    p = sub.add_parser("tune", help="our decode launch table derived again on this GPU with the official timer, "
-                                    "written to the submission's tuned_tables.json (a GPU)")
+    p = sub.add_parser("tune", help="our launch tables derived again on this GPU with the official timer, written "
+                                    "to the submission's tuned_tables.json (a GPU)")
+    p.add_argument("--definition", action="append", metavar="NAME",
+                   help="decode or prefill definition name (repeatable; default: both)")
     p.add_argument("--submission", default=None, metavar="DIR",
                    help="folder of starter-kit folders, one per definition (default: the repo's submission/)")
     p.add_argument("--dataset", default=None, metavar="DIR", help="dataset root (default: the repo's workloads/)")
@@ -448,22 +450,37 @@ def cmd_agreement(args):
 def cmd_tune(args):
     from harness.build.package import REPO
     from harness.eval.child import TimingConfig, official_timing
-    from harness.tune import DECODE, device_name_of, tune_decode
+    from harness.tune import DECODE, PREFILL, device_name_of, tune_decode, tune_prefill
 
     device = device_of(args)
-    folder = Path(args.submission or REPO / "submission") / DECODE / "solution" / "triton"
-    if not (folder / "launch_table.py").is_file():
-        raise DataError(folder, "no launch_table.py: not our decode submission's source folder")
-    timing = official_timing(DECODE) if device.startswith("cuda") else TimingConfig(0, 1, 1)
+    names = args.definition or [DECODE, PREFILL]
+    unknown = sorted(set(names) - {DECODE, PREFILL})
+    if unknown:
+        raise DataError("--definition", f"no launch table to tune for {', '.join(unknown)}",
+                        f"name {DECODE} or {PREFILL}")
+    folders = {n: Path(args.submission or REPO / "submission") / n / "solution" / "triton" for n in names}
+    for n, folder in folders.items():
+        if not (folder / "launch_table.py").is_file():
+            raise DataError(folder, f"no launch_table.py: not our {n} submission's source folder")
     name = device_name_of(device)
-    print(f"tuning {DECODE} on {name} ({timing.warmup}/{timing.iters}/{timing.trials}"
-          + (", the official timer)" if device.startswith("cuda") else ", CPU wall clock: not official)"))
-    rows, path = tune_decode(folder, dataset_of(args), timing, device, name)
-    print(f"{'B':>3} {'shipped us':>11} {'tuned us':>9} {'tuned/shipped':>13}  tuned config")
-    for b, shipped, shipped_ms, best, best_ms in rows:
-        ratio = f"{best_ms / shipped_ms:.3f}" if shipped_ms else "-"
-        print(f"{b:>3} {shipped_ms * 1e3 if shipped_ms else float('nan'):>11.3f} {best_ms * 1e3:>9.3f} {ratio:>13}  {best}")
-    print(f"tuned table for {name}: {path} (the kernel reads it on this GPU; `make package` packs it)")
+    dataset = dataset_of(args)
+    for n, folder in folders.items():
+        timing = official_timing(n) if device.startswith("cuda") else TimingConfig(0, 1, 1)
+        print(f"tuning {n} on {name} ({timing.warmup}/{timing.iters}/{timing.trials}"
+              + (", the official timer)" if device.startswith("cuda") else ", CPU wall clock: not official)"))
+        if n == DECODE:
+            rows, path = tune_decode(folder, dataset, timing, device, name)
+            rows = [(f"B={b}", shipped_ms, best, best_ms) for b, _, shipped_ms, best, best_ms in rows]
+        else:
+            rows, path = tune_prefill(folder, dataset, timing, device, name)
+            rows = [(f"T<={row.max_t} N<={row.max_n} ({k} workloads)", shipped_ms, best, best_ms)
+                    for row, shipped_ms, best, best_ms, k in rows]
+        print(f"{'row':<34} {'shipped us':>11} {'tuned us':>9} {'tuned/shipped':>13}  tuned config")
+        for label, shipped_ms, best, best_ms in rows:
+            ratio = f"{best_ms / shipped_ms:.3f}" if shipped_ms else "-"
+            shipped = f"{shipped_ms * 1e3:.3f}" if shipped_ms else "wrong here"
+            print(f"{label:<34} {shipped:>11} {best_ms * 1e3:>9.3f} {ratio:>13}  {best}")
+        print(f"tuned table for {name}: {path} (the kernel reads it on this GPU; `make package` packs it)")
     return 0
 
 

@@ -1,12 +1,18 @@
-"""`gdn-harness tune` (a GPU): our decode launch table derived again on the GPU at hand. For each batch size of the
-decode workloads, every candidate config is checked against the reference and timed with the official timer (cold
-L2, the definition's warmup/iterations/trials), in rounds whose order rotates so drift hits every candidate alike;
-the fastest per batch size, merged where neighbours agree, is written into the submission's tuned_tables.json under
-this GPU's name, which the kernel reads (launch_table.table_for). The shipped table's own configs are among the
-candidates, so the printed ratios compare the two from the same run."""
+"""`gdn-harness tune` (a GPU): our launch tables derived again on the GPU at hand. Every candidate config is checked
+against the reference on a workload and timed there with the official timer (cold L2, the definition's
+warmup/iterations/trials), in rounds whose order rotates so drift hits every candidate alike.
+- Decode: per batch size (its first workload), the 12 configs of the tuned parameters; the fastest per batch size,
+  merged where neighbours agree.
+- Prefill: every workload, the configs of the shipped table's rows; each row (its T and N bounds kept: the kernel
+  knows no more on the host) takes the config with the lowest mean over the workloads it covers, among those
+  correct on all of them.
+Each table goes into the submission's tuned_tables.json under this GPU's name, which the kernel reads
+(launch_table.table_for). The shipped configs are among the candidates, so the printed ratios compare the two from
+the same run."""
+import functools
 import json
 import statistics
-from dataclasses import asdict
+from dataclasses import asdict, replace
 from pathlib import Path
 
 import torch
@@ -19,6 +25,7 @@ from harness.eval.reference import load_reference, run_reference
 from harness.eval.timing import measure
 
 DECODE = "gdn_decode_qk4_v8_d128_k_last"
+PREFILL = "gdn_prefill_qk4_v8_d128_k_last"
 ROUNDS = 2
 
 
@@ -40,18 +47,15 @@ def _time_one(launch, cfg, args, timing, device):
                            for _ in range(timing.trials))
 
 
-def tune_batch(folder, dataset, workload, timing, device, configs=None):
-    """{config: latency ms} on one workload, each config correct against the reference first (a wrong one is left
-    out: it must never be picked)."""
-    kernel, lt = load_package(folder, "kernel"), load_package(folder, "launch_table")
-    definition = dataset.definition(DECODE)
+def timed_configs(launch, definition, dataset, workload, timing, device, configs):
+    """{config: latency ms} of `launch(*inputs, *outputs, cfg=config)` on one workload, each config correct against
+    the reference first (a wrong one is left out: it must never be picked)."""
     inputs = materialize(definition, workload, load_blobs(dataset, definition, workload), device, 0, 0)
     refs = run_reference(load_reference(definition), definition, inputs)
-    configs = configs or candidates(lt)
     correct = []
     for cfg in configs:
         outs = allocate_outputs(definition, workload, device)
-        kernel.launch(*inputs, *outs, cfg=cfg)
+        launch(*inputs, *outs, cfg=cfg)
         if all(check_output(n, o, r, Tolerance()).status is None for n, o, r in zip(definition.outputs, outs, refs)):
             correct.append(cfg)
     times = {cfg: [] for cfg in correct}
@@ -59,8 +63,15 @@ def tune_batch(folder, dataset, workload, timing, device, configs=None):
     for r in range(ROUNDS if correct else 0):
         k = r % len(correct)
         for cfg in correct[k:] + correct[:k]:
-            times[cfg].append(_time_one(kernel.launch, cfg, [*inputs, *outs], timing, device))
+            times[cfg].append(_time_one(launch, cfg, [*inputs, *outs], timing, device))
     return {cfg: statistics.mean(t) for cfg, t in times.items()}
+
+
+def tune_batch(folder, dataset, workload, timing, device, configs=None):
+    """The decode kernel's timed_configs on one workload (default: every candidate)."""
+    kernel, lt = load_package(folder, "kernel"), load_package(folder, "launch_table")
+    return timed_configs(kernel.launch, dataset.definition(DECODE), dataset, workload, timing, device,
+                         configs or candidates(lt))
 
 
 def merge(best):
@@ -74,7 +85,7 @@ def merge(best):
 
 
 def write_tuned(folder, device_name, table):
-    """Put `table` into the folder's tuned_tables.json under `device_name` (other GPUs' tables kept)."""
+    """Put `table` (as JSON) into the folder's tuned_tables.json under `device_name` (other GPUs' tables kept)."""
     path = Path(folder) / "tuned_tables.json"
     try:
         tables = json.loads(path.read_text()) if path.exists() else {}
@@ -82,7 +93,7 @@ def write_tuned(folder, device_name, table):
         raise DataError(path, f"not JSON ({exc})", "remove it, or fix it by hand") from None
     if not isinstance(tables, dict):
         raise DataError(path, "not a {GPU name: table} object", "remove it, or fix it by hand")
-    tables[device_name] = {str(b): asdict(cfg) for b, cfg in sorted(table.items())}
+    tables[device_name] = table
     write_json_atomic(path, tables)
     return path
 
@@ -105,7 +116,42 @@ def tune_decode(folder, dataset, timing, device, device_name, configs=None):
         rows.append((b, shipped, times.get(shipped), best[b], times[best[b]]))
         print(f"B={b}: shipped {shipped} {_us(times.get(shipped))}; best {best[b]} {_us(times[best[b]])}",
               flush=True)
-    return rows, write_tuned(folder, device_name, merge(best))
+    table = {str(b): asdict(cfg) for b, cfg in sorted(merge(best).items())}
+    return rows, write_tuned(folder, device_name, table)
+
+
+def prefill_candidates(lt):
+    """The configs of the shipped prefill table's rows, each once, in row order."""
+    return list(dict.fromkeys(row.config for row in lt.LAUNCH_TABLE))
+
+
+def tune_prefill(folder, dataset, timing, device, device_name, configs=None, workloads=None):
+    """Tune every row of the prefill table over the workloads it takes (default: all of them); a row no workload
+    reaches keeps its config. Returns rows [(row, shipped config's mean ms or None, best config, its mean ms,
+    workloads)] and the file written."""
+    kernel, lt = load_package(folder, "kernel"), load_package(folder, "launch_table")
+    definition = dataset.definition(PREFILL)
+    launch = functools.partial(kernel._launch, kernel.ALGO_CHUNK)
+    configs = configs or prefill_candidates(lt)
+    found = {}   # row index -> [{config: ms} per workload]
+    for w in workloads or dataset.workloads(definition):
+        i = lt.LAUNCH_TABLE.index(lt.row_of(w.axes["total_seq_len"], w.axes["num_seqs"]))
+        found.setdefault(i, []).append(timed_configs(launch, definition, dataset, w, timing, device, configs))
+        print(f"T={w.axes['total_seq_len']} N={w.axes['num_seqs']}: row {i}, {len(found[i][-1])} of {len(configs)} "
+              "configs correct", flush=True)
+    rows, table = [], []
+    for i, row in enumerate(lt.LAUNCH_TABLE):
+        if i not in found:
+            table.append(row)
+            continue
+        ok = [c for c in configs if all(c in t for t in found[i])]
+        if not ok:
+            raise RuntimeError(f"no candidate config is correct on every workload of row {i} ({row})")
+        mean = {c: statistics.mean(t[c] for t in found[i]) for c in ok}
+        best = min(ok, key=mean.get)
+        rows.append((row, mean.get(row.config), best, mean[best], len(found[i])))
+        table.append(replace(row, config=best))
+    return rows, write_tuned(folder, device_name, [[r.max_t, r.max_n, asdict(r.config)] for r in table])
 
 
 def _us(ms):

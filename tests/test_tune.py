@@ -4,8 +4,10 @@ table tuned for its GPU's name, the shipped one elsewhere. Timings are made up h
 correctness runs the real kernel through the interpreter against the definition's reference."""
 import json
 import shutil
+from dataclasses import asdict, replace
 
 import pytest
+import torch
 
 import harness.tune
 from harness.build.folder_import import import_from_folder
@@ -16,11 +18,12 @@ from harness.eval.child import TimingConfig
 from tests.solutions import solution_dir
 
 DECODE = "gdn_decode_qk4_v8_d128_k_last"
+PREFILL = "gdn_prefill_qk4_v8_d128_k_last"
 
 
-def _copy(tmp_path, name):
+def _copy(tmp_path, name, definition=DECODE):
     folder = tmp_path / name
-    shutil.copytree(solution_dir(DECODE), folder, ignore=shutil.ignore_patterns("__pycache__"))
+    shutil.copytree(solution_dir(definition), folder, ignore=shutil.ignore_patterns("__pycache__"))
     return folder, import_from_folder(folder, "launch_table", f"_tune_test_{name}")
 
 
@@ -51,8 +54,9 @@ def test_rows_that_repeat_the_one_below_are_merged():
 def test_the_kernel_runs_the_table_tuned_for_its_gpu(tmp_path, monkeypatch):
     folder, lt = _copy(tmp_path, "b")
     tuned = {1: lt.DecodeConfig(BV=8), 32: lt.DecodeConfig(BV=16, load_evict="", vb_fast=True)}
-    path = harness.tune.write_tuned(folder, "NVIDIA H200", tuned)
-    harness.tune.write_tuned(folder, "NVIDIA B200", {1: lt.DecodeConfig(BV=16)})   # another GPU's table kept
+    as_json = lambda table: {str(b): asdict(c) for b, c in table.items()}  # noqa: E731 (what tune_decode writes)
+    path = harness.tune.write_tuned(folder, "NVIDIA H200", as_json(tuned))
+    harness.tune.write_tuned(folder, "NVIDIA B200", as_json({1: lt.DecodeConfig(BV=16)}))   # another GPU's kept
     assert sorted(json.loads(path.read_text())) == ["NVIDIA B200", "NVIDIA H200"]
     assert lt.table_for("NVIDIA H200") == tuned
     assert lt.table_for("NVIDIA H100") is lt.LAUNCH_TABLE
@@ -61,9 +65,11 @@ def test_the_kernel_runs_the_table_tuned_for_its_gpu(tmp_path, monkeypatch):
     assert lt.config_for(64) == ((8, 64 * 8), tuned[32])   # vb_fast: (V / BV, B * HV)
 
 
-def test_tune_refuses_a_folder_that_is_not_our_decode_submission(tmp_path, capsys):
+def test_tune_refuses_a_folder_that_is_not_our_submission_and_an_unknown_definition(tmp_path, capsys):
     assert main(["tune", "--submission", str(tmp_path), "--device", "cpu"]) == 2
     assert "no launch_table.py" in capsys.readouterr().err
+    assert main(["tune", "--definition", "gdn_mystery", "--device", "cpu"]) == 2
+    assert "no launch table to tune for gdn_mystery" in capsys.readouterr().err
 
 
 def test_tune_on_a_gpu_demands_the_official_timer(monkeypatch, capsys):
@@ -89,3 +95,32 @@ def test_a_broken_tuned_table_is_named_in_the_error(tmp_path):
     (folder / "tuned_tables.json").write_text("{not json")
     with pytest.raises(DataError, match="tuned_tables.json"):
         harness.tune.write_tuned(folder, "NVIDIA H200", {})
+
+
+def test_each_prefill_row_takes_the_fastest_config_correct_on_all_its_workloads(tmp_path, monkeypatch):
+    folder, _ = _copy(tmp_path, "p", PREFILL)
+    # the modules tune imports (one package: the kernel's launch_table is this one, its configs compare equal)
+    kernel, lt = harness.tune.load_package(folder, "kernel"), harness.tune.load_package(folder, "launch_table")
+    c16, c32 = lt.ONE_LAUNCH_C16, lt.ONE_LAUNCH
+    wrong = replace(lt.ONE_LAUNCH, BV=16)
+    real = kernel._launch
+
+    def launch(algo, *args, cfg):   # `wrong` made wrong: its output comes back zero
+        real(algo, *args, cfg=cfg)
+        if cfg == wrong:
+            args[-2].zero_()
+    monkeypatch.setattr(kernel, "_launch", launch)
+    fake_ms = {c16: 0.0030, c32: 0.0020, wrong: 0.0010}   # the wrong one would be the fastest
+    monkeypatch.setattr(harness.tune, "_time_one", lambda launch, cfg, args, timing, device: fake_ms[cfg])
+    ds = Dataset()
+    by_t = {w.axes["total_seq_len"]: w for w in ds.workloads(ds.definition(PREFILL)) if w.axes["num_seqs"] == 1}
+    workloads = [by_t[6], by_t[12], by_t[18]]   # rows 0 (T <= 16) and 1 (T <= 32)
+    rows, path = harness.tune.tune_prefill(folder, ds, TimingConfig(0, 1, 1), "cpu", "NVIDIA H200",
+                                           [c16, c32, wrong], workloads)
+    table = lt.LAUNCH_TABLE
+    assert [(r, shipped, best, best_ms, n) for r, shipped, best, best_ms, n in rows] == [
+        (table[0], 0.0030, c32, 0.0020, 2), (table[1], 0.0020, c32, 0.0020, 1)]
+    tuned = lt.table_for("NVIDIA H200")   # the rows' bounds kept; row 0 now C = 32; rows no workload reached kept
+    assert tuned == (replace(table[0], config=c32), *table[1:])
+    assert lt.table_for("NVIDIA H100") is table
+    assert lt.table_here(torch.device("cpu")) is table   # off a GPU: the shipped table

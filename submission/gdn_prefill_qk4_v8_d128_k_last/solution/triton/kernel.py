@@ -66,7 +66,7 @@ import triton
 from .chain import ALGO_CHUNK, ALGO_CHUNK_WS, ALGO_CHUNK_WS_T, ALGO_RECURRENT, _gdn_prefill_kernel
 from .chunk import P_BF16, P_BF16X2, P_FP16, P_IEEE, P_TF32, P_TF32X3
 from .fused import _gdn_fused_kernel
-from .launch_table import LPT_MIN_N, RECURRENT, pick
+from .launch_table import LPT_MIN_N, RECURRENT, pick, table_here
 from .lowering import has_wgmma, launch_env
 from .prep import _gdn_prep_kernel
 from .segments import _gdn_seg_kernel
@@ -113,15 +113,15 @@ def _precisions(on_gpu, ws):
 
 
 def _launch(algo, q, k, v, state, A_log, a, dt_bias, b, cu_seqlens, scale, output, new_state, cfg=None):
-    """Run the call with launch config `cfg` (default: the table's, or RECURRENT for ALGO_RECURRENT); returns the
-    last launch's compiled kernel on the GPU, None in the interpreter."""
+    """Run the call with launch config `cfg` (default: the row of this GPU's table, launch_table.table_here, or
+    RECURRENT for ALGO_RECURRENT); returns the last launch's compiled kernel on the GPU, None in the interpreter."""
     T = q.shape[0]
     N = cu_seqlens.numel() - 1
     scale = float(scale) if scale is not None else 0.0
     if scale == 0.0:
         scale = _DEFAULT_SCALE
     if cfg is None:
-        cfg = RECURRENT if algo == ALGO_RECURRENT else pick(T, N)
+        cfg = RECURRENT if algo == ALGO_RECURRENT else pick(T, N, table_here(q.device))
     on_gpu = q.is_cuda
     if on_gpu and cfg.no_wgmma is not None and not has_wgmma(q.device):
         cfg = cfg.no_wgmma

@@ -1,7 +1,8 @@
 """The launch table: which launch structure and tile shapes run a call of T tokens in N sequences.
 
 Keyed on host-known quantities only (T = total tokens, N = sequences: the longest sequence is not known without a
-host sync); rows are scanned in order, the first match wins. Every row was chosen on H200 (132 SMs) timings of the
+host sync); rows are scanned in order, the first match wins. A GPU listed in tuned_tables.json (`gdn-harness tune`)
+runs the same rows with the configs it timed fastest. Every row was chosen on H200 (132 SMs) timings of the
 100 contest shapes and checked against a float64 reference (official rule, 0 failing elements; output and state max
 abs error ~1e-3 up to T = 8192, N = 57 and a 5258-token sequence). The reason for each row, its figures and the
 candidates that lost are in docs/kernels/prefill.md.
@@ -27,7 +28,9 @@ their untransposed chains were tuned for wgmma only (at BV64 on mma.sync the cha
 passed their GPU tests on the H200, and the fp16 builds for sm_100 (chain, fused, segment and prep kernels) compile
 offline without spills.
 """
-from dataclasses import dataclass, replace
+import json
+from dataclasses import dataclass, fields, replace
+from pathlib import Path
 from typing import Optional
 
 # From this many sequences on, CTAs take sequences longest first (chain._longest_first): with several waves of CTAs
@@ -118,8 +121,46 @@ LAUNCH_TABLE = (
 RECURRENT = LaunchConfig(C=64, BV=16, num_warps=1, num_stages=1)
 
 
-def pick(T, N, table=LAUNCH_TABLE):
-    """The config of the first row of `table` that takes T tokens in N sequences; the last row has no bounds, so
-    some row always matches."""
-    return next(row.config for row in table
+# Tables re-derived on other GPUs by `gdn-harness tune` ({GPU name: [[max_t, max_n, config fields], ...]}, the rows
+# of LAUNCH_TABLE with the configs that GPU timed fastest); a GPU not listed there uses LAUNCH_TABLE.
+TUNED_FILE = Path(__file__).with_name("tuned_tables.json")
+_TABLES = {}   # device -> its table, read at its first call
+
+
+def config_from_json(obj):
+    """A LaunchConfig from its fields as `tune` writes them (no_wgmma nested)."""
+    if set(obj) - {f.name for f in fields(LaunchConfig)}:
+        raise TypeError(f"unknown launch config fields {sorted(set(obj) - {f.name for f in fields(LaunchConfig)})}")
+    inner = obj.get("no_wgmma")
+    return LaunchConfig(**{**obj, "no_wgmma": config_from_json(inner) if inner is not None else None})
+
+
+def table_for(device_name):
+    """The launch table of a GPU: its tuned one if TUNED_FILE lists it, else LAUNCH_TABLE."""
+    try:
+        tuned = json.loads(TUNED_FILE.read_text()).get(device_name) if TUNED_FILE.exists() else None
+        return tuple(Row(t, n, config_from_json(c)) for t, n, c in tuned) if tuned else LAUNCH_TABLE
+    except (ValueError, TypeError, AttributeError) as exc:   # not JSON, or not {GPU: [[max_t, max_n, fields]]}
+        raise ValueError(f"{TUNED_FILE}: not a table written by `gdn-harness tune` ({exc})") from None
+
+
+def table_here(device):
+    """The table of the GPU a call runs on (LAUNCH_TABLE off a GPU); read once per device."""
+    table = _TABLES.get(device)
+    if table is None:
+        import torch
+        name = torch.cuda.get_device_name(device) if device.type == "cuda" else None
+        table = _TABLES[device] = table_for(name) if name else LAUNCH_TABLE
+    return table
+
+
+def row_of(T, N, table=LAUNCH_TABLE):
+    """The first row of `table` that takes T tokens in N sequences; the last row has no bounds, so some row always
+    matches."""
+    return next(row for row in table
                 if (row.max_t is None or T <= row.max_t) and (row.max_n is None or N <= row.max_n))
+
+
+def pick(T, N, table=LAUNCH_TABLE):
+    """The config of row_of(T, N, table)."""
+    return row_of(T, N, table).config
