@@ -147,14 +147,16 @@ def test_other_launch_configs(mod):
 
 
 def test_launch_table(mod):
-    """The rows as measured: one-warp CTAs of 4 value rows with the state load evict_first; from B = 16 the V
-    blocks of one head launched together."""
+    """The rows as tuned on the H200: one-warp CTAs; 4 value rows with the state load evict_first below B = 32; the V
+    blocks of one head launched together from B = 8 but at B = 32..47 (16 rows); 8 rows with no hint from B = 48."""
     lt = load_solution(DEFINITION, "launch_table")
-    assert sorted(lt.LAUNCH_TABLE) == [1, 16]
-    for B, vb_fast in ((1, False), (15, False), (16, True), (64, True)):
+    assert sorted(lt.LAUNCH_TABLE) == [1, 8, 32, 48]
+    for B, want in ((1, (4, "evict_first", False)), (7, (4, "evict_first", False)), (8, (4, "evict_first", True)),
+                    (31, (4, "evict_first", True)), (32, (16, "evict_first", False)), (47, (16, "evict_first", False)),
+                    (48, (8, "", True)), (64, (8, "", True))):
         grid, cfg = lt.config_for(B)
-        assert (cfg.BV, cfg.num_warps, cfg.num_stages, cfg.load_evict, cfg.vb_fast) == (4, 1, 1, "evict_first", vb_fast)
-        assert grid == ((32, B * 8) if vb_fast else (B * 8, 32))
+        assert (cfg.BV, cfg.load_evict, cfg.vb_fast) == want and (cfg.num_warps, cfg.num_stages) == (1, 1)
+        assert grid == ((128 // cfg.BV, B * 8) if cfg.vb_fast else (B * 8, 128 // cfg.BV))
 
 
 def test_mutation_is_caught(mod):

@@ -1,12 +1,14 @@
 """The launch table: batch size -> launch config; a batch size not listed uses the entry of the largest listed one
 below it.
 
-Chosen on an H200 (132 SMs, 60 MiB L2; torch 2.11, Triton 3.6) from timings with a cold L2 (the figures, and the
-configs that lost: docs/kernels/decode.md):
- * one-warp CTAs of BV = 4 value rows at every B: no cross-warp reduction or barrier, 32 CTAs resident per SM;
- * the state load with evict_first and plain stores: the state is read once (likely its lines then leave L2
-   before the flush's dirty lines, which would otherwise be written back during the call);
- * vb_fast from B = 16 on: the V blocks of one head launched together (64 KiB of consecutive state per 32 CTAs).
+Chosen on an H200 (132 SMs, 60 MiB L2; torch 2.11, Triton 3.6) by `make tune` (every row's candidates timed in
+one run with the official timer, cold L2; the figures, and the configs that lost: docs/kernels/decode.md):
+ * one-warp CTAs at every B: no cross-warp reduction or barrier, 32 CTAs resident per SM;
+ * BV = 4 value rows per CTA below B = 32; the state load evict_first below B = 48 (the state is read once; likely
+   its lines then leave L2 before the flush's dirty lines, which would otherwise be written back during the call);
+ * vb_fast from B = 8: the V blocks of one head launched together (64 KiB of consecutive state per 32 CTAs);
+ * larger tiles from B = 32 (BV = 16; from B = 48 BV = 8 with vb_fast and no load hint): more bytes in flight per
+   warp once the machine is full.
 
 B200 (sm_100, 148 SMs, ~8 TB/s) -- UNMEASURED: the kernel is correct there by construction (plain loads/stores and
 reductions, no arch-specific instructions; compiles for sm_100), but this table was tuned on the H200 and may want
@@ -43,7 +45,9 @@ class DecodeConfig:
 
 LAUNCH_TABLE = {
     1: DecodeConfig(),
-    16: DecodeConfig(vb_fast=True),
+    8: DecodeConfig(vb_fast=True),
+    32: DecodeConfig(BV=16),
+    48: DecodeConfig(BV=8, load_evict="", vb_fast=True),
 }
 _TABLE, _CACHE = None, {}   # this GPU's table, read at the first call; (grid, config) by batch size
 
