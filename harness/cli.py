@@ -299,14 +299,20 @@ def run_options(args, device, definition, out):
         prepare_jobs=args.prepare_jobs or (1 if cpu else default_prepare_jobs()), ray=ray_options(args))
 
 
-def _evaluate_plans(args):
-    from harness.eval.options import print_differences
-    from harness.eval.console import run_definition
-
+def _planned(args):
+    """(dataset, plans) of eval/compare, refused when no solution is for the chosen definitions."""
     dataset = dataset_of(args)
     plans = _plans(dataset, args)
     if not plans:
         raise DataError("--solution", "no solution for the chosen definitions")
+    return dataset, plans
+
+
+def _evaluate(args, dataset, plans):
+    """Run the plans; (output folder, results)."""
+    from harness.eval.options import print_differences
+    from harness.eval.console import run_definition
+
     device = device_of(args)
     out = Path(args.out or args.default_out)
     runs = [run_options(args, device, definition, out) for definition, _, _ in plans]
@@ -314,7 +320,7 @@ def _evaluate_plans(args):
     results = []
     for (definition, workloads, solutions), opts in zip(plans, runs):
         results += run_definition(dataset, definition, workloads, solutions, opts)
-    return dataset, plans, out, results
+    return out, results
 
 
 def exit_status(results, args):
@@ -324,21 +330,31 @@ def exit_status(results, args):
 
 
 def cmd_eval(args):
-    _, _, _, results = _evaluate_plans(args)
+    _, results = _evaluate(args, *_planned(args))
     return exit_status(results, args)
+
+
+def _compare_bases(plans, base):
+    """{definition name: the base of its comparison}; a comparison of fewer than two solutions, or a --base not
+    among them, is refused."""
+    bases = {}
+    for definition, _, solutions in plans:
+        if len(solutions) < 2:
+            raise DataError("compare", f"{definition.name}: name at least two solutions (one: use eval)")
+        bases[definition.name] = base or solutions[0].name
+        if bases[definition.name] not in {s.name for s in solutions}:
+            raise DataError("--base", f"{base!r} is not one of {[s.name for s in solutions]}")
+    return bases
 
 
 def cmd_compare(args):
     from harness.report.compare import write_comparison
 
-    dataset, plans, out, results = _evaluate_plans(args)
+    dataset, plans = _planned(args)
+    bases = _compare_bases(plans, args.base)   # refused before any pair runs
+    out, results = _evaluate(args, dataset, plans)
     for definition, _, solutions in plans:
-        if len(solutions) < 2:
-            raise DataError("compare", f"{definition.name}: name at least two solutions")
-        base = args.base or solutions[0].name
-        if base not in {s.name for s in solutions}:
-            raise DataError("--base", f"{base!r} is not one of {[s.name for s in solutions]}")
-        cmp_dir, summary, buckets = write_comparison(out, definition, base)
+        cmp_dir, summary, buckets = write_comparison(out, definition, bases[definition.name])
         print(summary.to_string(index=False))
         print(buckets.to_string(index=False))
         print(f"comparison report: {cmp_dir}/{definition.name}.md")

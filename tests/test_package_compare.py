@@ -120,6 +120,24 @@ def test_compare_and_report(tmp_path, capsys):
     assert all(json.loads(libs)["torch"] == torch.__version__ for libs in per_workload.libs)
 
 
+@pytest.mark.parametrize("extra, needle", [([], "name at least two solutions"),
+                                            (["--solution", "SECOND", "--base", "nope"], "'nope' is not one of")])
+def test_compare_refuses_before_any_pair_runs(tmp_path, capsys, extra, needle):
+    """A comparison that cannot be reported (one solution, or a --base not among them) is refused before any pair
+    is evaluated: nothing is written."""
+    root = make_toy_root(tmp_path / "toy")
+    sols = []
+    for name in ("a", "b"):
+        sols.append(tmp_path / f"{name}.json")
+        sols[-1].write_text(json.dumps(toy_solution(name, "def run(x, y, alpha, z):\n    z.copy_(x + alpha * y)\n")))
+    out = tmp_path / "cmp"
+    args = ["compare", "--dataset", str(root), "--definition", "toy_axpy", "--device", "cpu", "--quiet", "--out",
+            str(out), "--solution", str(sols[0]), *[str(sols[1]) if a == "SECOND" else a for a in extra]]
+    assert main(args) == 2
+    assert needle in capsys.readouterr().err
+    assert not out.exists()
+
+
 def test_report_refuses_mixed_timers(tmp_path, capsys):
     root = make_toy_root(tmp_path / "toy")
     sol = tmp_path / "s.json"
