@@ -75,11 +75,12 @@ def test_agreement_pairs_any_two_runs_named_after_their_folders(tmp_path, capsys
     assert abs(float(sol["ratio_min"]) - 0.95) < 1e-9 and abs(float(sol["ratio_max"]) - 1.20) < 1e-9
     # noise again / local: 0.0097/0.0100 = 0.97, 0.0208/0.0200 = 1.04, 0.0412/0.0400 = 1.03
     assert abs(float(sol["noise_min"]) - 0.97) < 1e-9 and abs(float(sol["noise_max"]) - 1.04) < 1e-9
+    assert abs(float(sol["noise_median"]) - 1.03) < 1e-9
     assert abs(float(sol["within_noise"]) - 1 / 3) < 1e-9                      # only 1.02 inside [0.97, 1.04]
     assert (other["pairs"], other["verdicts_equal"], other["both_passed"], other["errors_bitwise_equal"]) == \
         ("2", "1", "1", "1")
     assert abs(float(other["ratio_median"]) - 1.2) < 1e-9                      # 0.0300/0.0250
-    assert other["noise_min"] == other["noise_max"] == other["within_noise"] == ""   # no second run of it
+    assert other["noise_median"] == other["noise_min"] == other["noise_max"] == other["within_noise"] == ""   # no second run of it
     md = (out / "agreement.md").read_text()
     assert md.startswith("# ray against local\n")
     assert f"; local again (noise floor): `{again}`." in md and "Ratios are ray latency / local latency" in md

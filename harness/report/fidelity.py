@@ -28,8 +28,9 @@ def paired(rows_a, rows_b, suffixes=("_a", "_b")):
 
 def agreement(pairs, noise=None):
     """Per (definition, solution): pairs, verdicts equal, max errors bitwise equal (pairs PASSED on both sides),
-    latency ratio median / min / max, the reference latency ratio where both timed it, and with `noise` (paired() of run b again against run b) the share of
-    workloads whose ratio lies inside that run's range of ratios for the same solution."""
+    latency ratio median / min / max, the reference latency ratio where both timed it, and with `noise` (paired() of
+    run b again against run b) that run's ratio median / min / max and the share of workloads whose ratio lies inside
+    its range for the same solution."""
     out = []
     for (definition, solution), g in pairs.groupby(["definition", "solution"], sort=False):
         passed = g[(g.status_a == "PASSED") & (g.status_b == "PASSED")]
@@ -47,7 +48,7 @@ def agreement(pairs, noise=None):
             own = noise[(noise.definition == definition) & (noise.solution == solution)].ratio.dropna()
             if len(own):
                 lo, hi = own.min(), own.max()
-                row.update(noise_min=lo, noise_max=hi,
+                row.update(noise_median=own.median(), noise_min=lo, noise_max=hi,
                            within_noise=float(passed.ratio.between(lo, hi).mean()) if len(passed) else float("nan"))
         out.append(row)
     return pd.DataFrame(out)
