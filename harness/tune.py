@@ -2,7 +2,7 @@
 against the reference on a workload and timed there with the official timer (cold L2, the definition's
 warmup/iterations/trials), in rounds whose order rotates so drift hits every candidate alike.
 - Decode: per batch size (its first workload), the 12 configs of the tuned parameters; the fastest per batch size,
-  merged where neighbours agree.
+  merged where neighbours agree. A device copy of the state is timed beside them: the bytes the kernel must move.
 - Prefill: every workload, the configs of the shipped table's rows; each row (its T and N bounds kept: the kernel
   knows no more on the host) takes the config with the lowest mean over the workloads it covers, among those
   correct on all of them.
@@ -40,11 +40,29 @@ def candidates(lt):
             for bv in (4, 8, 16) for ev in ("evict_first", "") for vf in (False, True)]
 
 
-def _time_one(launch, cfg, args, timing, device):
-    """Official latency (ms) of one config: the mean over trials of each trial's median."""
-    fn = lambda *a: launch(*a, cfg=cfg)  # noqa: E731
+def _official_ms(fn, args, timing, device):
+    """Official latency (ms) of fn(*args): the mean over trials of each trial's median."""
     return statistics.mean(measure(fn, args, timing, device, event_time=False).median_ms
                            for _ in range(timing.trials))
+
+
+def _time_one(launch, cfg, args, timing, device):
+    """Official latency (ms) of one config."""
+    return _official_ms(lambda *a: launch(*a, cfg=cfg), args, timing, device)
+
+
+def _copy_state(state, new_state):
+    new_state.copy_(state)
+
+
+def copy_floor(definition, dataset, workload, timing, device):
+    """Official latency (ms) of a device copy of the workload's state into new_state: the bytes the decode kernel
+    must move (the rest is a few KiB), timed as the candidates are, cold L2 included."""
+    inputs = materialize(definition, workload, load_blobs(dataset, definition, workload), device, 0, 0)
+    outs = allocate_outputs(definition, workload, device)
+    state = inputs[list(definition.inputs).index("state")]
+    new_state = outs[list(definition.outputs).index("new_state")]
+    return _official_ms(_copy_state, [state, new_state], timing, device)
 
 
 def timed_configs(launch, definition, dataset, workload, timing, device, configs):
@@ -100,7 +118,7 @@ def write_tuned(folder, device_name, table):
 
 def tune_decode(folder, dataset, timing, device, device_name, configs=None):
     """Tune every batch size of the decode workloads (the first workload of each); write the table. Returns rows
-    [(B, shipped config, its ms, best config, its ms)] and the file written."""
+    [(B, shipped config, its ms, best config, its ms, a copy of the state's ms)] and the file written."""
     lt = load_package(folder, "launch_table")
     definition = dataset.definition(DECODE)
     first = {}
@@ -113,9 +131,10 @@ def tune_decode(folder, dataset, timing, device, device_name, configs=None):
             raise RuntimeError(f"no candidate config is correct at B = {b}")
         best[b] = min(times, key=times.get)
         shipped = lt.entry(lt.LAUNCH_TABLE, b)
-        rows.append((b, shipped, times.get(shipped), best[b], times[best[b]]))
-        print(f"B={b}: shipped {shipped} {_us(times.get(shipped))}; best {best[b]} {_us(times[best[b]])}",
-              flush=True)
+        copy_ms = copy_floor(definition, dataset, workload, timing, device)
+        rows.append((b, shipped, times.get(shipped), best[b], times[best[b]], copy_ms))
+        print(f"B={b}: shipped {shipped} {_us(times.get(shipped))}; best {best[b]} {_us(times[best[b]])}; "
+              f"state copy {_us(copy_ms)}", flush=True)
     table = {str(b): asdict(cfg) for b, cfg in sorted(merge(best).items())}
     return rows, write_tuned(folder, device_name, table)
 

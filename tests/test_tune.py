@@ -124,3 +124,24 @@ def test_each_prefill_row_takes_the_fastest_config_correct_on_all_its_workloads(
     assert tuned == (replace(table[0], config=c32), *table[1:])
     assert lt.table_for("NVIDIA H100") is table
     assert lt.table_here(torch.device("cpu")) is table   # off a GPU: the shipped table
+
+
+def test_the_copy_floor_times_a_copy_of_the_workloads_state(monkeypatch):
+    """Beside the candidates, tune times new_state.copy_(state) on the workload's own tensors: the bytes the decode
+    kernel must move; its table gives the tuned row's ratio to it."""
+    seen = []
+    monkeypatch.setattr(harness.tune, "_official_ms", lambda fn, args, timing, device: seen.append((fn, args)) or 0.5)
+    ds = Dataset()
+    definition = ds.definition(DECODE)
+    w = next(w for w in ds.workloads(definition) if w.axes["batch_size"] == 4)
+    assert harness.tune.copy_floor(definition, ds, w, TimingConfig(0, 1, 1), "cpu") == 0.5
+    (fn, (state, new_state)), = seen
+    assert state.shape == new_state.shape == (4, 8, 128, 128) and state.dtype == new_state.dtype == torch.float32
+    fn(state, new_state)
+    assert torch.equal(new_state, state) and state.abs().sum() > 0
+    from harness.cli import _tune_table
+    table = _tune_table([("B=64", 0.0200, "cfg", 0.0190, 0.0180), ("T<=16 N<=None (2 workloads)", None, "c", 0.01,
+                                                                     None)]).splitlines()
+    assert table[0].split()[-3:] == ["tuned/copy", "tuned", "config"]
+    assert table[1].split() == ["B=64", "20.000", "19.000", "0.950", "18.000", "1.056", "cfg"]
+    assert table[2].split()[-6:] == ["here", "10.000", "-", "-", "-", "c"]   # shipped wrong, no copy for prefill
