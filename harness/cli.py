@@ -486,7 +486,8 @@ def cmd_tune(args):
               + (", the official timer)" if device.startswith("cuda") else ", CPU wall clock: not official)"))
         if n == DECODE:
             rows, path = tune_decode(folder, dataset, timing, device, name)
-            rows = [(f"B={b}", shipped_ms, best, best_ms, copy_ms) for b, _, shipped_ms, best, best_ms, copy_ms in rows]
+            rows = [(f"B={b}", shipped_ms, best, best_ms, copy_ms)
+                    for b, _, shipped_ms, best, best_ms, copy_ms in rows]
         else:
             rows, path = tune_prefill(folder, dataset, timing, device, name)
             rows = [(f"T<={row.max_t} N<={row.max_n} ({k} workloads)", shipped_ms, best, best_ms, None)

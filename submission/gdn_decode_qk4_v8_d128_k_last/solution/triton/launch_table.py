@@ -6,7 +6,7 @@ one run with the official timer, cold L2; the figures, and the configs that lost
  * one-warp CTAs at every B: no cross-warp reduction or barrier, 32 CTAs resident per SM;
  * BV = 4 value rows per CTA below B = 32; the state load evict_first below B = 48 (the state is read once; likely
    its lines then leave L2 before the flush's dirty lines, which would otherwise be written back during the call);
- * vb_fast from B = 8: the V blocks of one head launched together (64 KiB of consecutive state per 32 CTAs);
+ * vb_fast at B = 8..31 and from B = 48: the V blocks of one head launched together (64 KiB of consecutive state);
  * larger tiles from B = 32 (BV = 16; from B = 48 BV = 8 with vb_fast and no load hint): more bytes in flight per
    warp once the machine is full.
 
