@@ -102,7 +102,7 @@ def test_each_prefill_row_takes_the_fastest_config_correct_on_all_its_workloads(
     # the modules tune imports (one package: the kernel's launch_table is this one, its configs compare equal)
     kernel, lt = harness.tune.load_package(folder, "kernel"), harness.tune.load_package(folder, "launch_table")
     c16, c32 = lt.ONE_LAUNCH_C16, lt.ONE_LAUNCH
-    wrong = replace(lt.ONE_LAUNCH, BV=16)
+    wrong = replace(lt.ONE_LAUNCH, BV=32)
     real = kernel._launch
 
     def launch(algo, *args, cfg):   # `wrong` made wrong: its output comes back zero

@@ -7,18 +7,9 @@ import triton.language as tl
 # (PREC_QK, PREC_T, PREC_S, PREC_Q, PREC_O): K K^T and Q K^T, Tm (its merges and Tm R), the state dots K H and
 # K^T X, Q H, and P X
 P_BF16 = 0
-P_TF32 = 1
 P_IEEE = 2      # exact fp32 (interpreter)
-P_TF32X3 = 3
-P_BF16X2 = 4    # a is exact in bf16 (k, q); b fp32 split into bf16 hi + lo: two bf16 dots
-P_FP16 = 6      # both operands fp16 (the workspace rows; 11-bit significand, range +-65504)
-
-
-@triton.jit
-def _bf16_split(x):
-    """fp32 x as bf16 hi + lo (~16 mantissa bits together)."""
-    hi = x.to(tl.bfloat16)
-    return hi, (x - hi.to(tl.float32)).to(tl.bfloat16)
+P_TF32X3 = 3    # the segment launches' compositions of segment maps
+P_FP16 = 6      # both operands fp16 (11-bit significand, range +-65504)
 
 
 @triton.jit
@@ -26,14 +17,8 @@ def _mm(a, b, PREC: tl.constexpr):
     """a @ b with fp32 accumulation; PREC picks the operand precision."""
     if PREC == 0:
         out = tl.dot(a.to(tl.bfloat16), b.to(tl.bfloat16), out_dtype=tl.float32)
-    elif PREC == 1:
-        out = tl.dot(a.to(tl.float32), b.to(tl.float32), input_precision="tf32")
     elif PREC == 3:
         out = tl.dot(a.to(tl.float32), b.to(tl.float32), input_precision="tf32x3")
-    elif PREC == 4:
-        a16 = a.to(tl.bfloat16)
-        b_hi, b_lo = _bf16_split(b)
-        out = tl.dot(a16, b_lo, acc=tl.dot(a16, b_hi, out_dtype=tl.float32), out_dtype=tl.float32)
     elif PREC == 6:
         out = tl.dot(a.to(tl.float16), b.to(tl.float16), out_dtype=tl.float32)
     else:

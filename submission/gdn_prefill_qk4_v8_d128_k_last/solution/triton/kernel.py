@@ -22,15 +22,12 @@ never divided by; every ratio is exp(G_r - G_s) <= 1):
     O   = scale * (gamma * (Q H) + ((Q K^T) o M) X)           M[r,s] = exp(G_r - G_s), s <= r
     H  <- exp(G_C) H + K^T (exp(G_C - G) * X)
 
-Every contraction is a tl.dot on tensor cores with fp32 accumulation: K K^T and Q K^T on the bf16 inputs. The rows
-with a workspace (cfg ws) run every other dot on fp16 operands: Tm and P are stored in fp16, the prep also writes
-fp16 copies of each chunk's k and q (exact but for entries below 2^-14, rounded to a multiple of 2^-24) and the gates
-the chain needs, and K H, Q H, Tm R, P X, K^T X and the Tm merges take fp16 operands (11-bit significand, as precise
-as tf32; max errors vs float64 on 31 contest shapes: output 0.0010, state 0.0008). fp16's range (+-65504) bounds the
-state and the new values: far above what unit-norm keys with a delta rule produce. The one-launch rows keep: the
-state contractions K H and K^T X as two bf16 dots each (the fp32 operand split into bf16 hi + lo, ~16 mantissa bits,
-so state errors stay ~1e-3 and do not grow with length); Tm and its merges and Tm R in tf32; Q H and P X (output
-only) in bf16. The dots are lowered to mma.sync except where a config enables wgmma (lowering.py). Gates are computed
+Every contraction is a tl.dot on tensor cores with fp32 accumulation: K K^T and Q K^T on the bf16 inputs, every
+other dot (K H, Q H, Tm R, P X, K^T X and the Tm merges) on fp16 operands (11-bit significand, as precise as tf32;
+max errors vs float64 on 31 contest shapes: output 0.0010, state 0.0008). The rows with a workspace (cfg ws) store Tm
+and P in fp16, and the prep also writes fp16 copies of each chunk's k and q (exact but for entries below 2^-14,
+rounded to a multiple of 2^-24) and the gates the chain needs. fp16's range (+-65504) bounds the state and the new
+values: far above what unit-norm keys with a delta rule produce. The dots are lowered to mma.sync except where a config enables wgmma (lowering.py). Gates are computed
 in the kernel; varlen via cu_seqlens read in the kernel; the partial last chunk of a sequence is masked (masked rows
 get k = q = v = 0, beta = 0, log-gate = 0, so they are inert).
 
@@ -64,7 +61,7 @@ import torch
 import triton
 
 from .chain import ALGO_CHUNK, ALGO_CHUNK_WS, ALGO_CHUNK_WS_T, ALGO_RECURRENT, _gdn_prefill_kernel
-from .chunk import P_BF16, P_BF16X2, P_FP16, P_IEEE, P_TF32, P_TF32X3
+from .chunk import P_BF16, P_FP16, P_IEEE, P_TF32X3
 from .fused import _gdn_fused_kernel
 from .launch_table import LPT_MIN_N, RECURRENT, pick, table_here
 from .lowering import has_wgmma, launch_env
@@ -102,14 +99,12 @@ def _workspace(name, numel, dtype, device, zero=False):
     return buf[:numel]
 
 
-def _precisions(on_gpu, ws):
+def _precisions(on_gpu):
     """The dots' operand precisions (chunk.py): exact fp32 in the interpreter, whose bf16 tl.dot is wrong; on the GPU
-    fp16 for every dot but K K^T and Q K^T in the rows with a workspace."""
+    bf16 for K K^T and Q K^T (the inputs' own precision), fp16 for every other dot."""
     if not on_gpu:
         return dict(PREC_QK=P_IEEE, PREC_T=P_IEEE, PREC_S=P_IEEE, PREC_Q=P_IEEE, PREC_O=P_IEEE)
-    if ws:
-        return dict(PREC_QK=P_BF16, PREC_T=P_FP16, PREC_S=P_FP16, PREC_Q=P_FP16, PREC_O=P_FP16)
-    return dict(PREC_QK=P_BF16, PREC_T=P_TF32, PREC_S=P_BF16X2, PREC_Q=P_BF16, PREC_O=P_BF16)
+    return dict(PREC_QK=P_BF16, PREC_T=P_FP16, PREC_S=P_FP16, PREC_Q=P_FP16, PREC_O=P_FP16)
 
 
 def _launch(algo, q, k, v, state, A_log, a, dt_bias, b, cu_seqlens, scale, output, new_state, cfg=None):
@@ -129,7 +124,7 @@ def _launch(algo, q, k, v, state, A_log, a, dt_bias, b, cu_seqlens, scale, outpu
     BV = cfg.BV
     SB = min(cfg.SB, C)
     use_ws = algo == ALGO_CHUNK and cfg.ws
-    p = _precisions(on_gpu, use_ws)
+    p = _precisions(on_gpu)
     has_state = state is not None
     s_arg = state if has_state else new_state
     ws = new_state  # dummy pointers when unused
