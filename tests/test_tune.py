@@ -101,7 +101,7 @@ def test_each_prefill_row_takes_the_fastest_config_correct_on_all_its_workloads(
     folder, _ = _copy(tmp_path, "p", PREFILL)
     # the modules tune imports (one package: the kernel's launch_table is this one, its configs compare equal)
     kernel, lt = harness.tune.load_package(folder, "kernel"), harness.tune.load_package(folder, "launch_table")
-    c16, c32 = lt.ONE_LAUNCH_C16, lt.ONE_LAUNCH
+    c8, c16 = lt.ONE_LAUNCH_BV8, lt.ONE_LAUNCH
     wrong = replace(lt.ONE_LAUNCH, BV=32)
     real = kernel._launch
 
@@ -110,18 +110,20 @@ def test_each_prefill_row_takes_the_fastest_config_correct_on_all_its_workloads(
         if cfg == wrong:
             args[-2].zero_()
     monkeypatch.setattr(kernel, "_launch", launch)
-    fake_ms = {c16: 0.0030, c32: 0.0020, wrong: 0.0010}   # the wrong one would be the fastest
+    fake_ms = {c8: 0.0030, c16: 0.0020, wrong: 0.0010}   # the wrong one would be the fastest
     monkeypatch.setattr(harness.tune, "_time_one", lambda launch, cfg, args, timing, device: fake_ms[cfg])
     ds = Dataset()
-    by_t = {w.axes["total_seq_len"]: w for w in ds.workloads(ds.definition(PREFILL)) if w.axes["num_seqs"] == 1}
-    workloads = [by_t[6], by_t[12], by_t[18]]   # rows 0 (T <= 16) and 1 (T <= 32)
+    pre = ds.workloads(ds.definition(PREFILL))
+    by_t = {w.axes["total_seq_len"]: w for w in pre if w.axes["num_seqs"] == 1}
+    two = next(w for w in pre if w.axes["num_seqs"] == 2 and w.axes["total_seq_len"] <= 32)
+    workloads = [by_t[6], by_t[12], two]   # rows 0 (N = 1, T <= 90) and 2 (N = 2, T <= 100)
     rows, path = harness.tune.tune_prefill(folder, ds, TimingConfig(0, 1, 1), "cpu", "NVIDIA H200",
-                                           [c16, c32, wrong], workloads)
+                                           [c8, c16, wrong], workloads)
     table = lt.LAUNCH_TABLE
     assert [(r, shipped, best, best_ms, n) for r, shipped, best, best_ms, n in rows] == [
-        (table[0], 0.0030, c32, 0.0020, 2), (table[1], 0.0020, c32, 0.0020, 1)]
-    tuned = lt.table_for("NVIDIA H200")   # the rows' bounds kept; row 0 now C = 32; rows no workload reached kept
-    assert tuned == (replace(table[0], config=c32), *table[1:])
+        (table[0], 0.0030, c16, 0.0020, 2), (table[2], 0.0020, c16, 0.0020, 1)]
+    tuned = lt.table_for("NVIDIA H200")   # the rows' bounds kept; row 0 now BV = 16; rows no workload reached kept
+    assert tuned == (replace(table[0], config=c16), *table[1:])
     assert lt.table_for("NVIDIA H100") is table
     assert lt.table_here(torch.device("cpu")) is table   # off a GPU: the shipped table
 
