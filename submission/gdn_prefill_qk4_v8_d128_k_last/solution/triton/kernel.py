@@ -27,9 +27,10 @@ other dot (K H, Q H, Tm R, P X, K^T X and the Tm merges) on fp16 operands (11-bi
 max errors vs float64 on 31 contest shapes: output 0.0010, state 0.0008). The rows with a workspace (cfg ws) store Tm
 and P in fp16, and the prep also writes fp16 copies of each chunk's k and q (exact but for entries below 2^-14,
 rounded to a multiple of 2^-24) and the gates the chain needs. fp16's range (+-65504) bounds the state and the new
-values: far above what unit-norm keys with a delta rule produce. The dots are lowered to mma.sync except where a config enables wgmma (lowering.py). Gates are computed
-in the kernel; varlen via cu_seqlens read in the kernel; the partial last chunk of a sequence is masked (masked rows
-get k = q = v = 0, beta = 0, log-gate = 0, so they are inert).
+values: far above what unit-norm keys with a delta rule produce. The dots are lowered to mma.sync except where a
+config enables wgmma (lowering.py). Gates are computed in the kernel; varlen via cu_seqlens read in the kernel; the
+partial last chunk of a sequence is masked (masked rows get k = q = v = 0, beta = 0, log-gate = 0, so they are
+inert).
 
 `kernel` picks one of four launch structures from the launch table (launch_table.py, measured on an H200): one
 launch (ALGO_CHUNK), the prep and the chain as two launches or as two roles of one launch (fused), or the prep and
