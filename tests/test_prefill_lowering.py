@@ -45,8 +45,8 @@ cst = dict(NP2=2, LPT=False, CHAIN_ALGO=chain_algo,
            ALGO=chain_algo if trans or phase or wg else pk.ALGO_CHUNK, SPLIT=cfg.prep_split,
            MMA_V3=cfg.prep_mma_v3 or sys.argv[4] == "fused-wg",
            C=C, BV=cfg.BV, SB=SB, PHASE=phase, NSEG=cfg.segs, PREC_C=chunk.P_TF32X3,
-           HAS_STATE=True, PREC_QK=chunk.P_BF16, PREC_T=chunk.P_FP16, PREC_S=chunk.P_FP16, PREC_Q=chunk.P_FP16,
-           PREC_O=chunk.P_FP16, INTERP=False, RANK=False)   # as _launch on a GPU: every dot but K K^T, Q K^T fp16
+           HAS_STATE=True, PREC_QK=chunk.P_BF16, PREC_F=chunk.P_FP16, INTERP=False,
+           RANK=False)   # as _launch on a GPU: every dot but K K^T and Q K^T fp16
 if cfg.ws:     # fp16 workspaces
     types.update(ws_ptr="*fp16", wp_ptr="*fp16")
 names = kern.arg_names

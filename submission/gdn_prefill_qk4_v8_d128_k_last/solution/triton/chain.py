@@ -281,13 +281,12 @@ def _gdn_prefill_kernel(
     q_ptr, k_ptr, v_ptr, s_ptr, alog_ptr, a_ptr, dtb_ptr, b_ptr, cu_ptr, o_ptr, ns_ptr, ws_ptr,
     wp_ptr, perm_ptr, scale, N, NP2: tl.constexpr, LPT: tl.constexpr,
     ALGO: tl.constexpr, C: tl.constexpr, BV: tl.constexpr, SB: tl.constexpr, HAS_STATE: tl.constexpr,
-    PREC_QK: tl.constexpr, PREC_T: tl.constexpr, PREC_S: tl.constexpr, PREC_Q: tl.constexpr,
-    PREC_O: tl.constexpr, INTERP: tl.constexpr, MMA_V3: tl.constexpr = False,
+    PREC_QK: tl.constexpr, PREC_F: tl.constexpr, INTERP: tl.constexpr, MMA_V3: tl.constexpr = False,
 ):
     """The chain launch (and the one-launch and recurrent rows): grid (value slices, N * HV), slices of one head
     adjacent (they share q/k). MMA_V3 (cfg "chain_mma_v3") is not read: it keys Triton's in-process cache, which
     ignores the env knobs that pick the lowering (lowering.launch_env)."""
-    K: tl.constexpr = (ALGO, C, BV, SB, (PREC_QK, PREC_T, PREC_S, PREC_Q, PREC_O), INTERP)
+    K: tl.constexpr = (ALGO, C, BV, SB, (PREC_QK, PREC_F), INTERP)
     _chain(tl.program_id(0), tl.program_id(1), (q_ptr, k_ptr, v_ptr, a_ptr, b_ptr, o_ptr, ws_ptr, wp_ptr),
            (alog_ptr, dtb_ptr, scale), (s_ptr, ns_ptr), (cu_ptr, perm_ptr, N), (ws_ptr, 0, 0), K, LPT, 0,
            HAS_STATE, NP2)

@@ -3,9 +3,9 @@ and the state update with the chunk's output tile given Tm and P (_chunk_apply, 
 import triton
 import triton.language as tl
 
-# dot operand precision codes (constexpr); PREC, where a function takes it, is the tuple
-# (PREC_QK, PREC_T, PREC_S, PREC_Q, PREC_O): K K^T and Q K^T, Tm (its merges and Tm R), the state dots K H and
-# K^T X, Q H, and P X
+# dot operand precision codes (constexpr); PREC, where a function takes it, is the pair (PREC_QK, PREC_F): K K^T and
+# Q K^T (bf16, the inputs' own precision, on the GPU), and every other dot (fp16 on the GPU); both exact fp32 in the
+# interpreter
 P_BF16 = 0
 P_IEEE = 2      # exact fp32 (interpreter)
 P_TF32X3 = 3    # the segment launches' compositions of segment maps
@@ -27,7 +27,7 @@ def _mm(a, b, PREC: tl.constexpr):
 
 
 @triton.jit
-def _chunk_tm(k, G, beta, C: tl.constexpr, SB: tl.constexpr, PREC_QK: tl.constexpr, PREC_T: tl.constexpr):
+def _chunk_tm(k, G, beta, C: tl.constexpr, SB: tl.constexpr, PREC_QK: tl.constexpr, PREC_F: tl.constexpr):
     """Tm = (I + A)^-1, A[r,s] = beta_r exp(G_r - G_s) (k_r . k_s) for s < r (fp32 [C, C])."""
     NB: tl.constexpr = C // SB
     tl.static_assert(NB <= 16, "at most 16 diagonal blocks: 4 doubling merges")
@@ -62,7 +62,7 @@ def _chunk_tm(k, G, beta, C: tl.constexpr, SB: tl.constexpr, PREC_QK: tl.constex
             s = SB * (1 << lvl)
             sel = ((r[:, None] // s) == (r[None, :] // s) + 1) & (((r[None, :] // s) % 2) == 0)
             E = tl.where(sel, A, 0.0)
-            Tm = Tm - _mm(Tm, _mm(E, Tm, PREC_T), PREC_T)
+            Tm = Tm - _mm(Tm, _mm(E, Tm, PREC_F), PREC_F)
     return Tm
 
 
@@ -79,19 +79,19 @@ def _chunk_p(q, k, G, C: tl.constexpr, PREC_QK: tl.constexpr):
 def _chunk_apply(H, Tm, P, qkv, gv, scale, PREC, OUT: tl.constexpr):
     """Given Tm and P of the chunk, its q, k, v ([C, K], [C, K], [C, BV]) and its gate vectors gv = (gamma, beta,
     decay to the chunk end, exp(G_C)) (_gate_vectors): output tile O [C, BV] (0 unless OUT) and the state after the
-    chunk. The dots take PREC[1] (Tm R), PREC[2] (K H, K^T X), PREC[3] (Q H) and PREC[4] (P X)."""
+    chunk. Its dots take PREC[1]."""
     q, k, v = qkv
     gam, beta, dec, egC = gv
-    KH = _mm(k, H, PREC[2])                                          # [C, BV]
+    KH = _mm(k, H, PREC[1])                                          # [C, BV]
     O = 0.0
     if OUT:
-        QH = _mm(q, H, PREC[3])                                      # output only
+        QH = _mm(q, H, PREC[1])                                      # output only
     R = beta[:, None] * (v - gam[:, None] * KH)
     X = _mm(Tm, R, PREC[1])                                          # new values, [C, BV]
     if OUT:
-        O = scale * (gam[:, None] * QH + _mm(P, X, PREC[4]))
+        O = scale * (gam[:, None] * QH + _mm(P, X, PREC[1]))
     Xd = X * dec[:, None]                                            # decay to the chunk end
-    H = egC * H + _mm(tl.trans(k), Xd, PREC[2])
+    H = egC * H + _mm(tl.trans(k), Xd, PREC[1])
     return O, H
 
 
@@ -103,14 +103,14 @@ def _chunk_apply_t(Ht, Tm, P, qkv, gv, scale, PREC, OUT: tl.constexpr):
     fewer spills than ALGO_CHUNK_WS at the same BV (H200 timings: docs/kernels/prefill.md)."""
     q, k, vt = qkv
     gam, beta, dec, egC = gv
-    KHt = _mm(Ht, tl.trans(k), PREC[2])                              # [BV, C]
+    KHt = _mm(Ht, tl.trans(k), PREC[1])                              # [BV, C]
     Ot = 0.0
     if OUT:
-        QHt = _mm(Ht, tl.trans(q), PREC[3])                          # output only
+        QHt = _mm(Ht, tl.trans(q), PREC[1])                          # output only
     Rt = beta[None, :] * (vt - gam[None, :] * KHt)
     Xt = _mm(Rt, tl.trans(Tm), PREC[1])                              # new values, [BV, C]
     if OUT:
-        Ot = scale * (gam[None, :] * QHt + _mm(Xt, tl.trans(P), PREC[4]))
+        Ot = scale * (gam[None, :] * QHt + _mm(Xt, tl.trans(P), PREC[1]))
     Xdt = Xt * dec[None, :]                                          # decay to the chunk end
-    Ht = egC * Ht + _mm(Xdt, k, PREC[2])
+    Ht = egC * Ht + _mm(Xdt, k, PREC[1])
     return Ot, Ht

@@ -13,8 +13,8 @@ def _gdn_fused_kernel(
     q_ptr, k_ptr, v_ptr, s_ptr, alog_ptr, a_ptr, dtb_ptr, b_ptr, cu_ptr, o_ptr, ns_ptr, ws_ptr,
     wp_ptr, sync_ptr, scale, N, NPREP, NVB, NP2: tl.constexpr, LPT: tl.constexpr,
     CHAIN_ALGO: tl.constexpr, C: tl.constexpr, BV: tl.constexpr, SB: tl.constexpr, HAS_STATE: tl.constexpr,
-    PREC_QK: tl.constexpr, PREC_T: tl.constexpr, PREC_S: tl.constexpr, PREC_Q: tl.constexpr,
-    PREC_O: tl.constexpr, INTERP: tl.constexpr, SPLIT: tl.constexpr = False, MMA_V3: tl.constexpr = False,
+    PREC_QK: tl.constexpr, PREC_F: tl.constexpr, INTERP: tl.constexpr, SPLIT: tl.constexpr = False,
+    MMA_V3: tl.constexpr = False,
 ):
     """Both roles of the two-launch variant in one launch.
 
@@ -41,18 +41,18 @@ def _gdn_fused_kernel(
             tp = t % NPREP
             if t < NPREP:
                 _prep_slot(tp // NHV, tp % NHV, io, (alog_ptr, dtb_ptr), cu_ptr, N, True, False, C, SB, NP2,
-                           (PREC_QK, PREC_T))
+                           (PREC_QK, PREC_F))
             else:
                 _prep_slot(tp // NHV, tp % NHV, io, (alog_ptr, dtb_ptr), cu_ptr, N, False, True, C, SB, NP2,
-                           (PREC_QK, PREC_T))
+                           (PREC_QK, PREC_F))
         else:
             _prep_slot(tp // NHV, tp % NHV, io, (alog_ptr, dtb_ptr), cu_ptr, N, True, True, C, SB, NP2,
-                       (PREC_QK, PREC_T))
+                       (PREC_QK, PREC_F))
         tl.debug_barrier()      # every thread's workspace stores before the releasing flag store
         tl.atomic_xchg(sync_ptr + 3 + t, want, sem="release")
     else:
         u = t - PLANES * NPREP  # CHAIN_ALGO: ALGO_CHUNK_WS or ALGO_CHUNK_WS_T
-        K: tl.constexpr = (CHAIN_ALGO, C, BV, SB, (PREC_QK, PREC_T, PREC_S, PREC_Q, PREC_O), INTERP)
+        K: tl.constexpr = (CHAIN_ALGO, C, BV, SB, (PREC_QK, PREC_F), INTERP)
         _chain(u % NVB, u // NVB, (q_ptr, k_ptr, v_ptr, a_ptr, b_ptr, o_ptr, ws_ptr, wp_ptr),
                (alog_ptr, dtb_ptr, scale), (s_ptr, ns_ptr), (cu_ptr, cu_ptr, N), (sync_ptr, want, NPREP), K, LPT,
                PLANES, HAS_STATE, NP2)

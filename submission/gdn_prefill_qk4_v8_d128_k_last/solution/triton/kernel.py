@@ -104,8 +104,8 @@ def _precisions(on_gpu):
     """The dots' operand precisions (chunk.py): exact fp32 in the interpreter, whose bf16 tl.dot is wrong; on the GPU
     bf16 for K K^T and Q K^T (the inputs' own precision), fp16 for every other dot."""
     if not on_gpu:
-        return dict(PREC_QK=P_IEEE, PREC_T=P_IEEE, PREC_S=P_IEEE, PREC_Q=P_IEEE, PREC_O=P_IEEE)
-    return dict(PREC_QK=P_BF16, PREC_T=P_FP16, PREC_S=P_FP16, PREC_Q=P_FP16, PREC_O=P_FP16)
+        return dict(PREC_QK=P_IEEE, PREC_F=P_IEEE)
+    return dict(PREC_QK=P_BF16, PREC_F=P_FP16)
 
 
 def _launch(algo, q, k, v, state, A_log, a, dt_bias, b, cu_seqlens, scale, output, new_state, cfg=None):
@@ -166,7 +166,7 @@ def _launch(algo, q, k, v, state, A_log, a, dt_bias, b, cu_seqlens, scale, outpu
             launches.append((_gdn_prep_kernel, (nslot, HV, 2 if split else 1), dict(
                 q_ptr=q, k_ptr=k, alog_ptr=A_log, a_ptr=a, dtb_ptr=dt_bias, b_ptr=b, cu_ptr=cu_seqlens,
                 ws_ptr=ws, wp_ptr=wp, perm_ptr=perm, N=N, C=C, SB=SB, NP2=np2, PREC_QK=p["PREC_QK"],
-                PREC_T=p["PREC_T"], SPLIT=split, MMA_V3=cfg.prep_mma_v3, RANK=rank), prep_opts))
+                PREC_F=p["PREC_F"], SPLIT=split, MMA_V3=cfg.prep_mma_v3, RANK=rank), prep_opts))
             algo = chain_algo
         if segs:
             mats = N * (segs - 1) * HV * D * D      # segment end states E and transitions X (A^T)

@@ -31,7 +31,7 @@ def _prep_slot(slot, h, io, hp, cu_ptr, N, DO_TM: tl.constexpr, DO_P: tl.constex
                SB: tl.constexpr, NP2: tl.constexpr, PREC):
     """Tm (if DO_TM) and P (if DO_P) of workspace slot `slot`, head h, with the fp16 copies of the chunk's k (with
     Tm) and q (with P) and its gate block (with Tm). io = (q_ptr, k_ptr, a_ptr, b_ptr, ws_ptr, wp_ptr), hp =
-    (alog_ptr, dtb_ptr), PREC = (PREC_QK, PREC_T).
+    (alog_ptr, dtb_ptr), PREC = (PREC_QK, PREC_F).
 
     P reloads k and the gates rather than reusing Tm's, so its live range does not overlap Tm's:
     offline ptxas (sm_90, C=64, 4 warps) gives 255 registers and no spills, against 184 B of spills
@@ -81,7 +81,7 @@ def _prep_slot(slot, h, io, hp, cu_ptr, N, DO_TM: tl.constexpr, DO_P: tl.constex
 @triton.jit
 def _gdn_prep_kernel(
     q_ptr, k_ptr, alog_ptr, a_ptr, dtb_ptr, b_ptr, cu_ptr, ws_ptr, wp_ptr, perm_ptr, N,
-    C: tl.constexpr, SB: tl.constexpr, NP2: tl.constexpr, PREC_QK: tl.constexpr, PREC_T: tl.constexpr,
+    C: tl.constexpr, SB: tl.constexpr, NP2: tl.constexpr, PREC_QK: tl.constexpr, PREC_F: tl.constexpr,
     SPLIT: tl.constexpr, MMA_V3: tl.constexpr = False, RANK: tl.constexpr = False,
 ):
     """The prep launch: Tm and P of every (chunk, head), grid (slots, HV, 1); with SPLIT (cfg "prep_split") grid
@@ -96,10 +96,10 @@ def _gdn_prep_kernel(
     if SPLIT:
         if tl.program_id(2) == 0:
             _prep_slot(tl.program_id(0), tl.program_id(1), io, (alog_ptr, dtb_ptr), cu_ptr, N, True, False, C, SB,
-                       NP2, (PREC_QK, PREC_T))
+                       NP2, (PREC_QK, PREC_F))
         else:
             _prep_slot(tl.program_id(0), tl.program_id(1), io, (alog_ptr, dtb_ptr), cu_ptr, N, False, True, C, SB,
-                       NP2, (PREC_QK, PREC_T))
+                       NP2, (PREC_QK, PREC_F))
     else:
         _prep_slot(tl.program_id(0), tl.program_id(1), io, (alog_ptr, dtb_ptr), cu_ptr, N, True, True, C, SB, NP2,
-                   (PREC_QK, PREC_T))
+                   (PREC_QK, PREC_F))

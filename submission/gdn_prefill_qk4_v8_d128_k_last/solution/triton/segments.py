@@ -43,8 +43,7 @@ def _gdn_seg_kernel(
     q_ptr, k_ptr, v_ptr, s_ptr, alog_ptr, a_ptr, dtb_ptr, b_ptr, cu_ptr, o_ptr, ns_ptr, ws_ptr, wp_ptr,
     e_ptr, x_ptr, h_ptr, scale, PHASE: tl.constexpr, NSEG: tl.constexpr, ALGO: tl.constexpr,
     C: tl.constexpr, BV: tl.constexpr, SB: tl.constexpr, HAS_STATE: tl.constexpr, PREC_QK: tl.constexpr,
-    PREC_T: tl.constexpr, PREC_S: tl.constexpr, PREC_Q: tl.constexpr, PREC_O: tl.constexpr, PREC_C: tl.constexpr,
-    INTERP: tl.constexpr, MMA_V3: tl.constexpr = False,
+    PREC_F: tl.constexpr, PREC_C: tl.constexpr, INTERP: tl.constexpr, MMA_V3: tl.constexpr = False,
 ):
     """cfg "segs" (NSEG >= 3): each sequence cut into NSEG segments of whole chunks, walked in parallel by
     two launches after the prep launch (ALGO_CHUNK_WS or _T). The state map of a segment is affine,
@@ -59,7 +58,7 @@ def _gdn_seg_kernel(
     PHASE 2, grid (DK // BV, N * (NSEG - 1), HV): segment j = 1 .. NSEG - 1 starts from
     H = A_{j-1}( .. (A_1 E_0 + B_1) ..) + B_{j-1} (dots in PREC_C) and walks with its outputs; the
     sequence's last non-empty segment stores new_state. The serial length is ~2 / NSEG of the chain's."""
-    K: tl.constexpr = (ALGO, C, BV, SB, (PREC_QK, PREC_T, PREC_S, PREC_Q, PREC_O), INTERP)
+    K: tl.constexpr = (ALGO, C, BV, SB, (PREC_QK, PREC_F), INTERP)
     io = (q_ptr, k_ptr, v_ptr, a_ptr, b_ptr, o_ptr, ws_ptr, wp_ptr)
     pid = tl.program_id(0)
     n = tl.program_id(1) // (NSEG - 1)
