@@ -27,17 +27,19 @@ def _run(folder, traces):
 
 def test_fidelity_pairs_the_runs_and_sets_the_ratios_against_fib_against_itself(tmp_path, capsys):
     harness = _run(tmp_path / "h", [_trace("w1", 1, "PASSED", 0.0102), _trace("w2", 1, "PASSED", 0.0210),
-                                    _trace("w3", 64, "INCORRECT_NUMERICAL")])
+                                    _trace("w3", 64, "INCORRECT_NUMERICAL"), _trace("w4", 64, "INCORRECT_NUMERICAL")])
     fib = _run(tmp_path / "f", [_trace("w1", 1, "PASSED", 0.0100), _trace("w2", 1, "PASSED", 0.0200, 0.002),
-                                _trace("w3", 64, "PASSED", 0.0500)])
+                                _trace("w3", 64, "PASSED", 0.0500), _trace("w4", 64, "INCORRECT_NUMERICAL")])
     again = _run(tmp_path / "g", [_trace("w1", 1, "PASSED", 0.0099), _trace("w2", 1, "PASSED", 0.0206),
-                                  _trace("w3", 64, "PASSED", 0.0500)])
+                                  _trace("w3", 64, "PASSED", 0.0500), _trace("w4", 64, "INCORRECT_NUMERICAL")])
     assert main(["fidelity", "--harness", harness, "--fib", fib, "--fib-again", again, "--definition", DEF,
                  "--out", str(tmp_path / "out")]) == 0
     rows = (tmp_path / "out" / "fidelity.csv").read_text().splitlines()
     head, row = rows[0].split(","), dict(zip(rows[0].split(","), rows[1].split(",")))
     assert head[:2] == ["definition", "solution"] and len(rows) == 2
-    assert (row["pairs"], row["verdicts_equal"], row["both_passed"], row["errors_bitwise_equal"]) == ("3", "2", "2", "1")
+    # errors: w1 and w3 (failed on one side) equal, w2 not, w4 (failed on both) equal
+    assert (row["pairs"], row["verdicts_equal"], row["both_passed"]) == ("4", "3", "2")
+    assert (row["errors_compared"], row["errors_bitwise_equal"]) == ("4", "3")
     assert abs(float(row["ratio_median"]) - (1.02 + 1.05) / 2) < 1e-9          # 0.0102/0.0100, 0.0210/0.0200
     assert abs(float(row["noise_min"]) - 0.99) < 1e-9 and abs(float(row["noise_max"]) - 1.03) < 1e-9
     assert float(row["within_noise"]) == 0.5                                  # 1.02 inside [0.99, 1.03], 1.05 not
@@ -79,6 +81,7 @@ def test_agreement_pairs_any_two_runs_named_after_their_folders(tmp_path, capsys
     assert abs(float(sol["within_noise"]) - 1 / 3) < 1e-9                      # only 1.02 inside [0.97, 1.04]
     assert (other["pairs"], other["verdicts_equal"], other["both_passed"], other["errors_bitwise_equal"]) == \
         ("2", "1", "1", "1")
+    assert other["errors_compared"] == "1"                                     # a RUNTIME_ERROR records none
     assert abs(float(other["ratio_median"]) - 1.2) < 1e-9                      # 0.0300/0.0250
     no_again = ("noise_median", "noise_min", "noise_max", "within_noise")    # "other" has no second run
     assert [other[c] for c in no_again] == ["", "", "", ""]

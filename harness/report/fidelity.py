@@ -27,17 +27,19 @@ def paired(rows_a, rows_b, suffixes=("_a", "_b")):
 
 
 def agreement(pairs, noise=None):
-    """Per (definition, solution): pairs, verdicts equal, max errors bitwise equal (pairs PASSED on both sides),
+    """Per (definition, solution): pairs, verdicts equal, max errors bitwise equal (of the pairs with errors on both
+    sides: PASSED or INCORRECT_NUMERICAL),
     latency ratio median / min / max, the reference latency ratio where both timed it, and with `noise` (paired() of
     run b again against run b) that run's ratio median / min / max and the share of workloads whose ratio lies inside
     its range for the same solution."""
     out = []
     for (definition, solution), g in pairs.groupby(["definition", "solution"], sort=False):
         passed = g[(g.status_a == "PASSED") & (g.status_b == "PASSED")]
+        checked = g[g.max_abs_error_a.notna() & g.max_abs_error_b.notna()]
         row = {"definition": definition, "solution": solution, "pairs": len(g),
-               "verdicts_equal": int((g.status_a == g.status_b).sum()),
-               "errors_bitwise_equal": int(((passed.max_abs_error_a == passed.max_abs_error_b)
-                                            & (passed.max_rel_error_a == passed.max_rel_error_b)).sum()),
+               "verdicts_equal": int((g.status_a == g.status_b).sum()), "errors_compared": len(checked),
+               "errors_bitwise_equal": int(((checked.max_abs_error_a == checked.max_abs_error_b)
+                                            & (checked.max_rel_error_a == checked.max_rel_error_b)).sum()),
                "both_passed": len(passed), "ratio_median": passed.ratio.median(),
                "ratio_min": passed.ratio.min(), "ratio_max": passed.ratio.max()}
         refs = g.reference_ratio.dropna()
@@ -109,7 +111,8 @@ def write_agreement(out_dir, definitions, runs, names, stem, title=None):
           + (f"; {b_name} again (noise floor): `{runs.b_again}`" if runs.b_again else
              f"; no second {b_name} run was given, so there is no noise floor") + ".", "",
           f"Ratios are {a_name} latency / {b_name} latency, over the pairs PASSED in both runs. "
-          "`errors_bitwise_equal` counts those pairs whose max absolute and relative errors are equal to the bit.", "",
+          "`errors_bitwise_equal` counts, of the `errors_compared` pairs with max errors on both sides (PASSED or "
+          "INCORRECT_NUMERICAL), those whose max absolute and relative errors are equal to the bit.", "",
           "## Agreement", "", _md_table(table, ".4f"), "",
           "## Median ratio by batch size / T bucket", "", _md_table(buckets, ".4f"), "",
           "## Scores vs the FlashInfer baseline, both rules", "",
