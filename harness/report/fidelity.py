@@ -28,10 +28,9 @@ def paired(rows_a, rows_b, suffixes=("_a", "_b")):
 
 def agreement(pairs, noise=None):
     """Per (definition, solution): pairs, verdicts equal, max errors bitwise equal (of the pairs with errors on both
-    sides: PASSED or INCORRECT_NUMERICAL),
-    latency ratio median / min / max, the reference latency ratio where both timed it, and with `noise` (paired() of
-    run b again against run b) that run's ratio median / min / max and the share of workloads whose ratio lies inside
-    its range for the same solution."""
+    sides: PASSED or INCORRECT_NUMERICAL), latency ratio median / min / max, the reference latency ratio where both
+    timed it, and with `noise` (paired() of run b again against run b) that run's ratio median / min / max and the
+    share of workloads whose ratio lies inside its range for the same solution."""
     out = []
     for (definition, solution), g in pairs.groupby(["definition", "solution"], sort=False):
         passed = g[(g.status_a == "PASSED") & (g.status_b == "PASSED")]
