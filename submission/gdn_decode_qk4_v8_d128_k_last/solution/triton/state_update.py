@@ -40,8 +40,13 @@ def _gdn_decode_kernel(
     kq = tl.sum(k * q, axis=0)
 
     rows = pid_v * BV + tl.arange(0, BV)
-    # int32 offsets: fine up to B * HV * V * K < 2^31, i.e. B < 16384.
-    offs = (pid_bh * V + rows)[:, None] * K + offs_k[None, :]
+    # The tile's base as one scalar (int32: fine up to B * HV * V * K < 2^31, i.e. B < 16384), offsets within it:
+    # loads and stores share one base register with immediate offsets, and ptxas issues all the state loads up
+    # front (per-row offsets gave each access its own 64-bit address and left the last loads late at BV = 8).
+    tile = (pid_bh * V + pid_v * BV) * K
+    s_ptr = s_ptr + tile
+    ns_ptr = ns_ptr + tile
+    offs = tl.arange(0, BV)[:, None] * K + offs_k[None, :]
     if HAS_STATE:
         S = tl.load(s_ptr + offs, eviction_policy=LOAD_EVICT)
         Sk = tl.sum(S * k[None, :], axis=1)
