@@ -8,7 +8,7 @@ The device functions here pass their values in a few tuples:
          from column v0, of which the first vcols columns carry values (fewer only in the segment launches' mixed
          slices: _gdn_seg_kernel)
     par  (alog, dtb, scale): head h's A_log and dt_bias, and the output scale
-    nxt  (v, a, b): a chunk's loads that feed no dot, issued a step early (_chunk_in)
+    nxt  (v, a, b, qk): a chunk's loads that Triton's pipeliner does not stage, issued a step early (_chunk_in)
     K    (ALGO, C, BV, SB, PREC, INTERP), constexpr: the chunk step's algorithm, chunk length, slice width, Tm block
          size, dot precisions (chunk.py) and whether it runs in Triton's interpreter
 """
@@ -82,9 +82,11 @@ def _slice_init(v0, vcols, ALGO: tl.constexpr, BV: tl.constexpr):
 
 @triton.jit
 def _chunk_in(c0, cta, io, K, MIX: tl.constexpr):
-    """The chunk at c0's loads that feed no dot: v, and a and b as stored, or for ALGO_CHUNK_WS and _T gamma and
-    beta from the prep's gate block; issued a step early. With MIX the slice's columns from vcols on read v = 0
-    (a segment transition's columns: _gdn_seg_kernel)."""
+    """The chunk at c0's loads that Triton's pipeliner does not stage through shared memory, issued a step early:
+    v, a and b as stored, or for ALGO_CHUNK_WS and _T gamma and beta from the prep's gate block; and for
+    ALGO_CHUNK qk = (q, k) (a load feeding dots of both operand kinds, as k does, is not pipelined; the other
+    ALGOs read the prep's fp16 copies, which are: qk = (0, 0)). With MIX the slice's columns from vcols on read
+    v = 0 (a segment transition's columns: _gdn_seg_kernel)."""
     ALGO: tl.constexpr = K[0]
     C: tl.constexpr = K[1]
     BV: tl.constexpr = K[2]
@@ -102,15 +104,19 @@ def _chunk_in(c0, cta, io, K, MIX: tl.constexpr):
         gp = wp_ptr.to(tl.pointer_type(tl.float32)) + _g_off(_slot(c0, bos, n, C), h, C)
         a = tl.load(gp + r, mask=inside, other=0.0)
         b = tl.load(gp + C + r, mask=inside, other=0.0)
+        qk = (0.0, 0.0)
     else:
         a, b = _chunk_ab(a_ptr, b_ptr, tok, valid, h)
-    return v, a, b
+        qk_off = tok[:, None] * (NHK * DK) + hq * DK + tl.arange(0, DK)[None, :]
+        qk = (tl.load(q_ptr + qk_off, mask=valid[:, None], other=0.0),
+              tl.load(k_ptr + qk_off, mask=valid[:, None], other=0.0))
+    return v, a, b, qk
 
 
 @triton.jit
 def _step(H, c0, cta, io, par, cur, K, OUT: tl.constexpr):
     """One chunk of C tokens [c0, min(c0 + C, eos)) of a chunked ALGO: the only place where they differ. The chunk's
-    v, a and b come in as cur, loaded by the previous step (_chunk_in). Without OUT (a segment's map,
+    unpipelined loads come in as cur, issued by the previous step (_chunk_in). Without OUT (a segment's map,
     _gdn_seg_kernel; ALGO_CHUNK_WS and _T) only the state is carried: no q, P or output."""
     ALGO: tl.constexpr = K[0]
     C: tl.constexpr = K[1]
@@ -120,12 +126,10 @@ def _step(H, c0, cta, io, par, cur, K, OUT: tl.constexpr):
     n, bos, eos, h, hq, v0, vcols = cta
     q_ptr, k_ptr, v_ptr, a_ptr, b_ptr, o_ptr, ws_ptr, wp_ptr = io
     alog, dtb, scale = par
-    vr, ar, br = cur
+    vr, ar, br, qk = cur
     r = tl.arange(0, C)
-    kx = tl.arange(0, DK)
     tok = c0 + r
     valid = tok < eos
-    qk_off = tok[:, None] * (NHK * DK) + hq * DK + kx[None, :]
     slot = _slot(c0, bos, n, C)
     q = 0.0
     if ALGO >= 2:       # the prep's fp16 copies of k and q
@@ -134,9 +138,7 @@ def _step(H, c0, cta, io, par, cur, K, OUT: tl.constexpr):
             q = tl.load(wp_ptr + kq + C * DK)
         k = tl.load(wp_ptr + kq)
     else:
-        if OUT:
-            q = tl.load(q_ptr + qk_off, mask=valid[:, None], other=0.0)
-        k = tl.load(k_ptr + qk_off, mask=valid[:, None], other=0.0)
+        q, k = qk
     vo_off, vo_mask = _vo_tile(tok, valid, h, v0, ALGO, BV)
     v = vr.to(tl.float32)
     G = 0.0
@@ -169,8 +171,8 @@ def _step(H, c0, cta, io, par, cur, K, OUT: tl.constexpr):
 
 @triton.jit
 def _advance(H, c0, cta, io, par, nxt, K, OUT: tl.constexpr, MIX: tl.constexpr):
-    """One step of _walk: issue chunk c0 + C's v, a, b loads, then walk chunk c0 on nxt (its own, loaded a step
-    earlier); returns the state and the next chunk's loads."""
+    """One step of _walk: issue chunk c0 + C's unpipelined loads (_chunk_in), then walk chunk c0 on nxt (its own,
+    loaded a step earlier); returns the state and the next chunk's loads."""
     C: tl.constexpr = K[1]
     cur = nxt
     nxt = _chunk_in(c0 + C, cta, io, K, MIX)
@@ -181,9 +183,9 @@ def _advance(H, c0, cta, io, par, nxt, K, OUT: tl.constexpr, MIX: tl.constexpr):
 @triton.jit
 def _walk(H, cs, ce, cta, io, par, nxt, K, OUT: tl.constexpr, MIX: tl.constexpr):
     """The state slice H carried over the chunks [cs, ce) of the CTA's sequence: the chain's serial loop. For the
-    chunked ALGOs nxt holds chunk cs's v, a, b and each step issues the next chunk's before its own work (their
-    latency hidden behind a whole step; Triton's pipelining covers only the loads that feed a dot through shared
-    memory); MIX as in _chunk_in."""
+    chunked ALGOs nxt holds chunk cs's unpipelined loads and each step issues the next chunk's before its own work
+    (their latency hidden behind a whole step; Triton's pipelining covers only the loads that feed a dot through
+    shared memory); MIX as in _chunk_in."""
     ALGO: tl.constexpr = K[0]
     C: tl.constexpr = K[1]
     BV: tl.constexpr = K[2]
@@ -252,7 +254,7 @@ def _chain(pid_v, pid_nh, io, hp, st, seqs, sync, K, LPT: tl.constexpr, WAIT: tl
     hq = h // (NHV // NHK)
     v0 = pid_v * BV
     cta = (n, bos, eos, h, hq, v0, BV)
-    nxt = (0.0, 0.0, 0.0)
+    nxt = (0.0, 0.0, 0.0, (0.0, 0.0))
     if ALGO == 0:           # the first chunk's, before the state load
         nxt = _chunk_in(bos, cta, io, K, False)
     alog = tl.load(alog_ptr + h).to(tl.float32)
