@@ -5,8 +5,8 @@ FIB again, so drift over the run hits all three; then the fidelity report (harne
 FIB is imported from where the user has it (`--fib-src DIR` or installed); the project never vendors it. It reads a
 dataset root of its own: <out>/fib and <out>/fib-again each hold copies of definitions/ and workloads/, the given
 solutions as JSON at solutions/<author>/<op_type>/<definition>/<name>.json, and blob/ with links to the dataset's
-safetensors files, stand-ins included (the harness writes those when it prepares a workload, so the harness runs
-each chunk first). FIB appends its traces to traces/<author>/<op_type>/<definition>.jsonl, the harness's layout.
+safetensors files, stand-ins included (the harness writes those when it prepares a workload; a chunk it skips
+on resume gets them written before FIB's turn). FIB appends its traces to traces/<author>/<op_type>/<definition>.jsonl, the harness's layout.
 The FIB settings are the contest's (its EVALUATION.md): timeout 300 s, the prefill at 1/5/3, FIB's defaults
 otherwise; its isolated runner (--use-isolated-runner, what the contest used) or its persistent one."""
 import importlib
@@ -71,6 +71,19 @@ class Fib:
             bench.close()
 
 
+def write_missing_blobs(dataset, definition, workloads, opts):
+    """The stand-in files of `workloads` that are not there yet. The harness writes them when it prepares a
+    workload, but a resumed chunk whose pairs are all traced prepares nothing, and FIB would then fail those
+    workloads for a missing file. Stand-ins are deterministic, so these are the bytes the earlier run used."""
+    from harness.eval.inputs import BlobFault, load_blobs
+
+    for workload in workloads:
+        try:
+            load_blobs(dataset, definition, workload, synthesize=opts.synthesize)
+        except BlobFault:
+            pass  # a faulty real file: FIB meets the same fault and fails the workload, as the harness did
+
+
 def lay_out_root(root, dataset, definition, solutions):
     """`root` as FIB's dataset root for `definition` (see the module doc); solutions placed afresh each time."""
     root = Path(root)
@@ -111,6 +124,7 @@ def run_fidelity(dataset, plans, opts_of, out, fib):
             print(f"{definition.name}: workloads {k + 1}-{k + len(chunk)} of {len(workloads)}: harness, "
                   f"FlashInfer-Bench ({fib.plan.runner} runner), FlashInfer-Bench again")
             run_definition(dataset, definition, chunk, solutions, opts, table=False)
+            write_missing_blobs(dataset, definition, chunk, opts)
             for root in folders[1:]:
                 fib.run(root, dataset, definition, solutions, chunk)
     return folders

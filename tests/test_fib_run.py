@@ -3,6 +3,7 @@ on one dataset. FIB itself needs a GPU, so a stand-in package with FIB's API (Be
 plays it here: it checks what FIB would read (its dataset root, the blobs, the settings) and writes traces where
 FIB writes them."""
 import json
+import shutil
 import textwrap
 
 import pytest
@@ -101,6 +102,31 @@ def test_both_tools_run_chunk_by_chunk_on_the_same_inputs(tmp_path, monkeypatch)
     assert json.loads(placed.read_text())["name"] == "good"
     table = write_agreement(tmp_path / "report", [toy], Runs(*map(str, folders)), FIDELITY_NAMES, "fidelity")
     assert table.iloc[0].pairs == 3 and table.iloc[0].verdicts_equal == 3
+    assert len(read_traces(tmp_path / "out" / "harness" / "traces" / "tester" / "toy" / "toy_axpy.jsonl")) == 3
+
+
+def test_a_resumed_chunk_the_harness_skips_still_gets_its_stand_ins_for_fib(tmp_path):
+    # the first run's folder resumed on a fresh machine: every harness pair traced, no stand-in file yet, and FIB
+    # still to run (its fake fails a workload whose blob file is missing, as FIB does)
+    ds = Dataset(make_toy_root(tmp_path / "toy"))
+    toy = ds.definition("toy_axpy")
+    workloads = ds.workloads(toy)
+    sols = [Solution.from_json(toy_solution("good", "def run(x, y, alpha, z):\n    z.copy_(x + alpha * y)\n"),
+                               "good")]
+    fib = Fib(str(_fake_fib(tmp_path)), FibPlan("persistent", profile_reference=False))
+    opts_of = lambda d, folder: EvalOptions(device="cpu", out_dir=folder, timing=TimingConfig(0, 1, 1),  # noqa: E731
+                                           show_progress=False, profile_baseline=False, resume=True)
+    run_fidelity(ds, [(toy, workloads, sols)], opts_of, tmp_path / "out", fib)
+    blob = ds.root / "blob" / "toy" / "missing.safetensors"
+    first_bytes = blob.read_bytes()
+    blob.unlink()
+    for run in ("fib", "fib-again"):
+        shutil.rmtree(tmp_path / "out" / run)
+    before = len(fib.bench.LOG)
+    run_fidelity(ds, [(toy, workloads, sols)], opts_of, tmp_path / "out", fib)
+    assert sorted((r[0], r[2]) for r in fib.bench.LOG[before:]) == sorted(
+        (run, w.uuid) for run in ("fib", "fib-again") for w in workloads)
+    assert blob.read_bytes() == first_bytes   # the stand-in the harness's traces were made on
     assert len(read_traces(tmp_path / "out" / "harness" / "traces" / "tester" / "toy" / "toy_axpy.jsonl")) == 3
 
 
