@@ -411,11 +411,14 @@ def _write_agreement(args, runs, names, stem, title=None):
             raise DataError(run, "no traces/ folder: not a run's output folder or dataset root")
     definitions = [dataset.definition(n) for n in (args.definition or sorted(dataset.definitions))]
     try:
-        table = write_agreement(args.out, definitions, runs, names, stem, title)
+        table, lone = write_agreement(args.out, definitions, runs, names, stem, title)
     except ValueError as exc:
         raise DataError(stem, str(exc)) from None
     print(table.to_string(index=False))
-    print(f"{stem} report: {Path(args.out) / f'{stem}.md'}")
+    report = Path(args.out) / f"{stem}.md"
+    if lone:
+        print(f"{lone} pair(s) traced in one run only: not in the figures; listed in {report}")
+    print(f"{stem} report: {report}")
     return 0
 
 

@@ -100,8 +100,8 @@ def test_both_tools_run_chunk_by_chunk_on_the_same_inputs(tmp_path, monkeypatch)
     assert link.is_symlink() and link.resolve() == (ds.root / "blob" / "toy" / "missing.safetensors").resolve()
     placed = tmp_path / "out" / "fib" / "solutions" / "tester" / "toy" / "toy_axpy" / "good.json"
     assert json.loads(placed.read_text())["name"] == "good"
-    table = write_agreement(tmp_path / "report", [toy], Runs(*map(str, folders)), FIDELITY_NAMES, "fidelity")
-    assert table.iloc[0].pairs == 3 and table.iloc[0].verdicts_equal == 3
+    table, lone = write_agreement(tmp_path / "report", [toy], Runs(*map(str, folders)), FIDELITY_NAMES, "fidelity")
+    assert lone == 0 and table.iloc[0].pairs == 3 and table.iloc[0].verdicts_equal == 3
     assert len(read_traces(tmp_path / "out" / "harness" / "traces" / "tester" / "toy" / "toy_axpy.jsonl")) == 3
 
 

@@ -143,3 +143,24 @@ def test_both_score_rules_are_reported_per_run(tmp_path, capsys):
     assert float(mine["harness_rule harness"]) == 1.5 and float(mine["official_rule harness"]) == 1.5
     assert float(mine["harness_rule FlashInfer-Bench"]) == 0.0 and float(mine["official_rule FlashInfer-Bench"]) == 0.0
     assert "## Scores vs the FlashInfer baseline, both rules" in (tmp_path / "out" / "fidelity.md").read_text()
+
+
+def test_pairs_traced_in_one_run_only_are_counted_and_listed(tmp_path, capsys):
+    # FIB failed to run w2 (no trace), FIB again w3, and the harness has no w4: the report must say so, not just pair
+    # fewer workloads
+    harness = _run(tmp_path / "h", [_trace("w1", 1, "PASSED", 0.0102), _trace("w2", 1, "PASSED", 0.0210),
+                                    _trace("w3", 64, "PASSED", 0.0500)])
+    fib = _run(tmp_path / "f", [_trace("w1", 1, "PASSED", 0.0100), _trace("w3", 64, "PASSED", 0.0500),
+                                _trace("w4", 64, "PASSED", 0.0500)])
+    again = _run(tmp_path / "g", [_trace("w1", 1, "PASSED", 0.0099), _trace("w4", 64, "PASSED", 0.0500)])
+    assert main(["fidelity", "--harness", harness, "--fib", fib, "--fib-again", again, "--definition", DEF,
+                 "--out", str(tmp_path / "out")]) == 0
+    rows = list(csv.DictReader(open(tmp_path / "out" / "fidelity.csv")))
+    assert (rows[0]["pairs"], rows[0]["noise_pairs"]) == ("2", "2")           # w1, w3 paired; w1, w4 in the noise
+    assert rows[0]["unpaired"] == "3"
+    md = (tmp_path / "out" / "fidelity.md").read_text()
+    section = md.split("## Pairs traced in one run only")[1]
+    assert f"- {DEF} sol w2: in harness, not in FlashInfer-Bench" in section
+    assert f"- {DEF} sol w4: in FlashInfer-Bench, not in harness" in section
+    assert f"- {DEF} sol w3: in FlashInfer-Bench, not in FlashInfer-Bench again" in section
+    assert "3 pair(s) traced in one run only" in capsys.readouterr().out

@@ -26,6 +26,17 @@ def paired(rows_a, rows_b, suffixes=("_a", "_b")):
     return both
 
 
+def one_sided(rows_a, rows_b, names):
+    """The pairs traced in one of two runs only (a run that failed to run a workload leaves no trace for it), with
+    the run that has each and the one that lacks it: [*KEY, has, lacks]."""
+    a, b = rows_a[KEY].drop_duplicates(), rows_b[KEY].drop_duplicates()
+    both = a.merge(b, on=KEY, how="outer", indicator=True)
+    out = both[both._merge != "both"].copy()
+    out["has"] = out._merge.map({"left_only": names[0], "right_only": names[1]})
+    out["lacks"] = out._merge.map({"left_only": names[1], "right_only": names[0]})
+    return out[[*KEY, "has", "lacks"]].reset_index(drop=True)
+
+
 def agreement(pairs, noise=None):
     """Per (definition, solution): pairs, verdicts equal, max errors bitwise equal (of the pairs with errors on both
     sides: PASSED or INCORRECT_NUMERICAL), latency ratio median / min / max, the reference latency ratio where both
@@ -46,7 +57,9 @@ def agreement(pairs, noise=None):
             row.update(reference_pairs=len(refs), reference_ratio_median=refs.median(),
                        reference_ratio_min=refs.min(), reference_ratio_max=refs.max())
         if noise is not None:
-            own = noise[(noise.definition == definition) & (noise.solution == solution)].ratio.dropna()
+            mine = noise[(noise.definition == definition) & (noise.solution == solution)]
+            row["noise_pairs"] = len(mine)
+            own = mine.ratio.dropna()
             if len(own):
                 lo, hi = own.min(), own.max()
                 row.update(noise_median=own.median(), noise_min=lo, noise_max=hi,
@@ -92,14 +105,22 @@ class Runs:
 
 def write_agreement(out_dir, definitions, runs, names, stem, title=None):
     """<out_dir>/<stem>.md, <stem>.csv and <stem>_pairs.csv: run a against run b (ratio a / b), and b's second run
-    against its first as the noise floor. `names` labels (a, b) in the Markdown. Returns the agreement table."""
+    against its first as the noise floor. `names` labels (a, b) in the Markdown. Returns the agreement table and the
+    count of pairs traced in one run only (listed in the Markdown)."""
     a_name, b_name = names
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
-    b = load(runs.b, definitions)
-    pairs = paired(load(runs.a, definitions), b)
-    noise = paired(load(runs.b_again, definitions), b) if runs.b_again else None
+    a, b = load(runs.a, definitions), load(runs.b, definitions)
+    again = load(runs.b_again, definitions) if runs.b_again else None
+    pairs = paired(a, b)
+    noise = paired(again, b) if again is not None else None
     table = agreement(pairs, noise)
+    lone = one_sided(a, b, names)
+    if again is not None:
+        lone = pd.concat([lone, one_sided(b, again, (b_name, f"{b_name} again"))], ignore_index=True)
+    counts = lone.groupby(["definition", "solution"]).size().rename("unpaired").reset_index()
+    table = table.merge(counts, on=["definition", "solution"], how="left").fillna({"unpaired": 0})
+    table["unpaired"] = table.unpaired.astype(int)
     buckets = by_bucket(pairs)
     score = scores(runs, names, definitions)
     pairs.to_csv(out / f"{stem}_pairs.csv", index=False)
@@ -122,16 +143,12 @@ def write_agreement(out_dir, definitions, runs, names, stem, title=None):
     md += ["## Verdicts that differ", ""]
     md += [f"- {r.definition} {r.solution} {r.uuid}: {a_name} {r.status_a}, {b_name} {r.status_b}"
            for r in differ.itertuples()] or ["- none"]
+    md += ["", "## Pairs traced in one run only", "", "Not in the figures above (`unpaired` counts them).", ""]
+    md += [f"- {r.definition} {r.solution} {r.uuid}: in {r.has}, not in {r.lacks}" for r in lone.itertuples()] \
+        or ["- none"]
     (out / f"{stem}.md").write_text("\n".join(md) + "\n", encoding="utf-8")
-    return table
+    return table, len(lone)
 
 
 FIDELITY_NAMES = ("harness", "FlashInfer-Bench")
 FIDELITY_TITLE = "The harness against FlashInfer-Bench"
-
-
-def write_fidelity(out_dir, definitions, harness_dir, fib_dir, fib_again_dir=None):
-    """<out_dir>/fidelity.md and .csv: the harness's run against FlashInfer-Bench's (ratio harness / FIB), and
-    FIB's second run against its first as the noise floor. Returns the agreement table."""
-    return write_agreement(out_dir, definitions, Runs(harness_dir, fib_dir, fib_again_dir), FIDELITY_NAMES,
-                           "fidelity", FIDELITY_TITLE)
