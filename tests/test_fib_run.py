@@ -74,21 +74,28 @@ def _fake_fib(tmp_path):
     return pkg.parent
 
 
-def test_both_tools_run_chunk_by_chunk_on_the_same_inputs(tmp_path, monkeypatch):
+def _toy_fidelity(tmp_path, runner):
+    """The toy dataset, its definition and workloads, one correct solution, and the fake FIB with `runner`."""
     ds = Dataset(make_toy_root(tmp_path / "toy"))
     toy = ds.definition("toy_axpy")
-    workloads = ds.workloads(toy)
     sols = [Solution.from_json(toy_solution("good", "def run(x, y, alpha, z):\n    z.copy_(x + alpha * y)\n"),
                                "good")]
-    fib = Fib(str(_fake_fib(tmp_path)), FibPlan("isolated", profile_reference=False))
+    return ds, toy, ds.workloads(toy), sols, Fib(str(_fake_fib(tmp_path)), FibPlan(runner, profile_reference=False))
+
+
+def _cpu_opts(definition, folder):
+    return EvalOptions(device="cpu", out_dir=folder, timing=TimingConfig(0, 1, 1), show_progress=False,
+                       profile_baseline=False, resume=True)
+
+
+def test_both_tools_run_chunk_by_chunk_on_the_same_inputs(tmp_path, monkeypatch):
+    ds, toy, workloads, sols, fib = _toy_fidelity(tmp_path, "isolated")
     order = []
     real = harness.eval.console.run_definition
     monkeypatch.setattr(harness.eval.console, "run_definition", lambda ds_, d, w, s, opts, table=True: order.append(
         ("harness", [x.uuid for x in w], opts.isolation)) or real(ds_, d, w, s, opts, table=table))
     monkeypatch.setattr(harness.fib, "CHUNK", 2)
-    opts_of = lambda d, folder: EvalOptions(device="cpu", out_dir=folder, timing=TimingConfig(0, 1, 1),  # noqa: E731
-                                           show_progress=False, profile_baseline=False, resume=True)
-    folders = run_fidelity(ds, [(toy, workloads, sols)], opts_of, tmp_path / "out", fib)
+    folders = run_fidelity(ds, [(toy, workloads, sols)], _cpu_opts, tmp_path / "out", fib)
     log = fib.bench.LOG
     uuids = [w.uuid for w in workloads]   # w-random, w-blob, w-standin: chunks of 2 and 1
     assert [(r[0], r[2]) for r in log] == [("fib", uuids[0]), ("fib", uuids[1]), ("fib-again", uuids[0]),
@@ -108,22 +115,15 @@ def test_both_tools_run_chunk_by_chunk_on_the_same_inputs(tmp_path, monkeypatch)
 def test_a_resumed_chunk_the_harness_skips_still_gets_its_stand_ins_for_fib(tmp_path):
     # the first run's folder resumed on a fresh machine: every harness pair traced, no stand-in file yet, and FIB
     # still to run (its fake fails a workload whose blob file is missing, as FIB does)
-    ds = Dataset(make_toy_root(tmp_path / "toy"))
-    toy = ds.definition("toy_axpy")
-    workloads = ds.workloads(toy)
-    sols = [Solution.from_json(toy_solution("good", "def run(x, y, alpha, z):\n    z.copy_(x + alpha * y)\n"),
-                               "good")]
-    fib = Fib(str(_fake_fib(tmp_path)), FibPlan("persistent", profile_reference=False))
-    opts_of = lambda d, folder: EvalOptions(device="cpu", out_dir=folder, timing=TimingConfig(0, 1, 1),  # noqa: E731
-                                           show_progress=False, profile_baseline=False, resume=True)
-    run_fidelity(ds, [(toy, workloads, sols)], opts_of, tmp_path / "out", fib)
+    ds, toy, workloads, sols, fib = _toy_fidelity(tmp_path, "persistent")
+    run_fidelity(ds, [(toy, workloads, sols)], _cpu_opts, tmp_path / "out", fib)
     blob = ds.root / "blob" / "toy" / "missing.safetensors"
     first_bytes = blob.read_bytes()
     blob.unlink()
     for run in ("fib", "fib-again"):
         shutil.rmtree(tmp_path / "out" / run)
     before = len(fib.bench.LOG)
-    run_fidelity(ds, [(toy, workloads, sols)], opts_of, tmp_path / "out", fib)
+    run_fidelity(ds, [(toy, workloads, sols)], _cpu_opts, tmp_path / "out", fib)
     assert sorted((r[0], r[2]) for r in fib.bench.LOG[before:]) == sorted(
         (run, w.uuid) for run in ("fib", "fib-again") for w in workloads)
     assert blob.read_bytes() == first_bytes   # the stand-in the harness's traces were made on
