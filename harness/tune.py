@@ -6,21 +6,30 @@ warmup/iterations/trials), in rounds whose order rotates so drift hits every can
 - Prefill: every workload, the configs of the shipped table's rows; each row (its T and N bounds kept: the kernel
   knows no more on the host) takes the config with the lowest mean over the workloads it covers, among those
   correct on all of them.
+  Before any timing, processes launch every candidate once on every workload, so that Triton compiles their builds
+  (each config specialised to each workload's sizes: a few hundred) side by side into its on-disk cache.
 Each table goes into the submission's tuned_tables.json under this GPU's name, which the kernel reads
 (launch_table.table_for). The shipped configs are among the candidates, so the printed ratios compare the two from
 the same run."""
+import concurrent.futures
 import functools
+import hashlib
 import json
+import multiprocessing
 import statistics
+import sys
+import time
 from dataclasses import asdict, replace
 from pathlib import Path
 
 import torch
+from tqdm import tqdm
 
 from harness.build.folder_import import import_from_folder
 from harness.data.jsonio import DataError, write_json_atomic
 from harness.eval.correctness import Tolerance, check_output
 from harness.eval.inputs import allocate_outputs, load_blobs, materialize
+from harness.eval.options import default_prepare_jobs
 from harness.eval.reference import load_reference, run_reference
 from harness.eval.timing import measure
 
@@ -30,8 +39,10 @@ ROUNDS = 2
 
 
 def load_package(folder, entry):
-    """Module `entry` of the submission folder, imported in place (tune writes into it)."""
-    return import_from_folder(folder, entry, f"_tune_{abs(hash(str(Path(folder).resolve())))}")
+    """Module `entry` of the submission folder, imported in place (tune writes into it), under a package name that is
+    the same in every process."""
+    digest = hashlib.sha256(str(Path(folder).resolve()).encode()).hexdigest()[:12]
+    return import_from_folder(folder, entry, f"_tune_{digest}")
 
 
 def candidates(lt):
@@ -144,6 +155,51 @@ def prefill_candidates(lt):
     return list(dict.fromkeys(row.config for row in lt.LAUNCH_TABLE))
 
 
+def _build_in_child(folder, root, workload, configs, device):
+    """Each config (as JSON fields) launched once on one workload, in a builder process; returns (uuid, [(config
+    index, error text)])."""
+    from harness.data.dataset import Dataset
+
+    dataset = Dataset(root)
+    definition = dataset.definition(PREFILL)
+    kernel, lt = load_package(folder, "kernel"), load_package(folder, "launch_table")
+    inputs = materialize(definition, workload, load_blobs(dataset, definition, workload), device, 0, 0)
+    errors = []
+    for i, fields in enumerate(configs):
+        try:
+            kernel._launch(kernel.ALGO_CHUNK, *inputs, *allocate_outputs(definition, workload, device),
+                           cfg=lt.config_from_json(fields))
+        except Exception as exc:  # the timing process meets it again, in context
+            errors.append((i, f"{type(exc).__name__}: {exc}"))
+    if device.startswith("cuda"):
+        torch.cuda.synchronize()
+    return workload.uuid, errors
+
+
+def build_in_parallel(folder, dataset, workloads, configs, device, jobs):
+    """Every config launched once on every workload in `jobs` processes before any timing: Triton compiles the
+    builds side by side into its on-disk cache, where this process's first call of each finds it (one after another
+    they took most of a prefill tune). Prints what failed; returns {uuid: [(config, error text)]} of the failures."""
+    fields = [asdict(c) for c in configs]
+    jobs = max(1, min(jobs, len(workloads)))
+    failed = {}
+    start = time.monotonic()
+    bar = tqdm(total=len(workloads), desc=f"building {len(configs)} configs x {len(workloads)} workloads "
+               f"({jobs} processes)", unit="workload", mininterval=0.1 if sys.stderr.isatty() else 30.0,
+               ascii=not sys.stderr.isatty())
+    with concurrent.futures.ProcessPoolExecutor(jobs, mp_context=multiprocessing.get_context("spawn")) as pool:
+        futures = [pool.submit(_build_in_child, str(folder), dataset.root, w, fields, device) for w in workloads]
+        for fut in concurrent.futures.as_completed(futures):
+            uuid, errors = fut.result()
+            for i, error in errors:
+                failed.setdefault(uuid, []).append((configs[i], error))
+                print(f"building {configs[i]} on workload {uuid} failed ({error}); timing meets it again")
+            bar.update(1)
+    bar.close()
+    print(f"built in {time.monotonic() - start:.0f} s", flush=True)
+    return failed
+
+
 def tune_prefill(folder, dataset, timing, device, device_name, configs=None, workloads=None):
     """Tune every row of the prefill table over the workloads it takes (default: all of them); a row no workload
     reaches keeps its config. Returns rows [(row, shipped config's mean ms or None, best config, its mean ms,
@@ -152,8 +208,11 @@ def tune_prefill(folder, dataset, timing, device, device_name, configs=None, wor
     definition = dataset.definition(PREFILL)
     launch = functools.partial(kernel._launch, kernel.ALGO_CHUNK)
     configs = configs or prefill_candidates(lt)
+    workloads = workloads or dataset.workloads(definition)
+    if device.startswith("cuda"):   # the interpreter builds nothing
+        build_in_parallel(folder, dataset, workloads, configs, device, default_prepare_jobs())
     found = {}   # row index -> [{config: ms} per workload]
-    for w in workloads or dataset.workloads(definition):
+    for w in workloads:
         i = lt.LAUNCH_TABLE.index(lt.row_of(w.axes["total_seq_len"], w.axes["num_seqs"]))
         found.setdefault(i, []).append(timed_configs(launch, definition, dataset, w, timing, device, configs))
         print(f"T={w.axes['total_seq_len']} N={w.axes['num_seqs']}: row {i}, {len(found[i][-1])} of {len(configs)} "

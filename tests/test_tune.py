@@ -147,3 +147,19 @@ def test_the_copy_floor_times_a_copy_of_the_workloads_state(monkeypatch):
     assert table[0].split()[-3:] == ["tuned/copy", "tuned", "config"]
     assert table[1].split() == ["B=64", "20.000", "19.000", "0.950", "18.000", "1.056", "cfg"]
     assert table[2].split()[-6:] == ["here", "10.000", "-", "-", "-", "c"]   # shipped wrong, no copy for prefill
+
+
+def test_the_prefill_candidates_are_built_in_processes_and_failures_named(tmp_path, capsys):
+    # two small workloads x (two configs, one that the launcher refuses) in two spawned builder processes (under the
+    # interpreter here: the orchestration, not Triton's cache, is what this checks)
+    folder, _ = _copy(tmp_path, "p", PREFILL)
+    lt = harness.tune.load_package(folder, "launch_table")
+    refused = replace(lt.SEG, segs=2)   # "segs needs >= 3 segments"
+    ds = Dataset()
+    small = [w for w in ds.workloads(ds.definition(PREFILL)) if w.axes["total_seq_len"] <= 12]
+    assert len(small) == 2
+    failed = harness.tune.build_in_parallel(folder, ds, small, [lt.ONE_LAUNCH, refused], "cpu", jobs=2)
+    assert sorted(failed) == sorted(w.uuid for w in small)
+    assert all(len(f) == 1 and f[0][0] == refused and "segs needs >= 3" in f[0][1] for f in failed.values())
+    out = capsys.readouterr().out
+    assert out.count("failed (ValueError") == 2 and "built in" in out
