@@ -1,6 +1,7 @@
 """FlashInfer-Bench's own loader, output and signature rules (DIFF.md items 6-8), applied to every solution the
 harness loads, packs or evaluates: what FIB refuses is refused here with the same status, saying it is the
 official rule; where the harness is stricter, the message says that."""
+import json
 import textwrap
 from types import SimpleNamespace
 
@@ -224,3 +225,24 @@ def test_a_workload_whose_reference_fails_is_skipped_without_traces(tmp_path, ca
     assert traced == ["w-random", "w-standin"]
     assert ("workload w-blob skipped, no trace written: the reference failed on its inputs (RuntimeError: no "
             "reference for n = 4)") in capsys.readouterr().out
+
+
+def test_solutions_run_in_flashinfer_benchs_order_within_a_workload(tmp_path):
+    # FIB runs a workload's solutions in the sorted order of solutions/<author>/<op_type>/<definition>/<name>.json:
+    # by author, then file name, so "a-b.json" before "a.json"; the results keep the order given
+    ds = Dataset(make_toy_root(tmp_path / "toy"))
+    definition = ds.definition("toy_axpy")
+    workloads = [w for w in ds.workloads(definition) if w.uuid in ("w-random", "w-blob")]
+    body = "def run(x, y, alpha, z):\n    z.copy_(x + alpha * y)\n"
+    given = [("zed", "a"), ("tester", "a"), ("tester", "b"), ("tester", "a-b")]
+    sols = []
+    for author, name in given:
+        obj = toy_solution(name if author == "tester" else "z-" + name, body)
+        obj["author"] = author
+        sols.append(Solution.from_json(obj, obj["name"]))
+    opts = EvalOptions(device="cpu", out_dir=tmp_path / "out", timing=TimingConfig(0, 1, 1), isolation="none",
+                       show_progress=False, profile_baseline=False, reference_cache=tmp_path / "ref.json")
+    results = evaluate(ds, definition, workloads, sols, opts)
+    assert [r.solution.name for r in results] == ["z-a", "a", "b", "a-b"] * 2          # as given
+    ran = [json.loads(line)["solution"] for line in (tmp_path / "out" / "harness" / "toy_axpy.jsonl").open()]
+    assert ran == ["a-b", "a", "b", "z-a"] * 2                                        # as FlashInfer-Bench runs them

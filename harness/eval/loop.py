@@ -31,8 +31,15 @@ def not_passed(results):
     return [r for r in results if not r.skipped and r.trace.evaluation.status != Status.PASSED]
 
 
+def official_order(solutions):
+    """The solutions of one definition in the order FlashInfer-Bench runs them within a workload: the sorted paths of
+    their JSON files, solutions/<author>/<op_type>/<definition>/<name>.json, so by author, then file name."""
+    return sorted(solutions, key=lambda s: (s.author, f"{s.name}.json"))
+
+
 def evaluate(dataset, definition, workloads, solutions, opts, stats=None):
-    """Evaluate solutions on workloads, interleaved per workload. Returns PairResults in order; `stats`
+    """Evaluate solutions on workloads, interleaved per workload (within one, in FlashInfer-Bench's order:
+    official_order). Returns PairResults in the order given (workloads, then solutions); `stats`
     (a dict, if given) receives the run's own times: parallel preparation, reference timing, whole loop."""
     out_dir = Path(opts.out_dir)
     authors = {s.name: s.author for s in solutions}
@@ -128,7 +135,7 @@ def _loop(dataset, definition, workloads, solutions, opts, done, cache, runner, 
     ref_timing_label, bar = recorder.label, recorder.bar
     timing = opts.timing or official_timing(definition.name)
     for workload in workloads:
-        todo = [s for s in solutions if (s.name, workload.uuid) not in done]
+        todo = [s for s in official_order(solutions) if (s.name, workload.uuid) not in done]
         for s in solutions:
             if s not in todo:
                 recorder.skipped(workload, s)

@@ -30,8 +30,6 @@ DEVIATIONS = [
     "constraint stops the run when that workload is reached (officially never evaluated)",
     "a trace's log ends with the harness's reason for an INCORRECT_* status and its warnings as "
     "'[harness warning]' lines (officially no reason is logged)",
-    "solutions run in the order given on the command line, within each workload (officially in the order of "
-    "their JSON files' paths in the dataset)",
 ]
 
 
