@@ -179,7 +179,8 @@ def _build_in_child(folder, root, workload, configs, device):
 def build_in_parallel(folder, dataset, workloads, configs, device, jobs):
     """Every config launched once on every workload in `jobs` processes before any timing: Triton compiles the
     builds side by side into its on-disk cache, where this process's first call of each finds it (one after another
-    they took most of a prefill tune). Prints what failed; returns {uuid: [(config, error text)]} of the failures."""
+    they took most of a prefill tune). Prints what failed (a build not made here is compiled when timing reaches it);
+    returns {uuid: [(config, error text)]} of the failures."""
     fields = [asdict(c) for c in configs]
     jobs = max(1, min(jobs, len(workloads)))
     failed = {}
@@ -189,8 +190,15 @@ def build_in_parallel(folder, dataset, workloads, configs, device, jobs):
                ascii=not sys.stderr.isatty())
     with concurrent.futures.ProcessPoolExecutor(jobs, mp_context=multiprocessing.get_context("spawn")) as pool:
         futures = [pool.submit(_build_in_child, str(folder), dataset.root, w, fields, device) for w in workloads]
-        for fut in concurrent.futures.as_completed(futures):
-            uuid, errors = fut.result()
+        for w, fut in zip(workloads, futures):
+            try:
+                uuid, errors = fut.result()
+            except Exception as exc:  # a builder process died (its pool then fails every later task): said here
+                failed[w.uuid] = [(c, f"{type(exc).__name__}: {exc}") for c in configs]
+                print(f"building on workload {w.uuid}: its builder process failed ({type(exc).__name__}: {exc}); "
+                      "its builds compile when timing reaches them")
+                bar.update(1)
+                continue
             for i, error in errors:
                 failed.setdefault(uuid, []).append((configs[i], error))
                 print(f"building {configs[i]} on workload {uuid} failed ({error}); timing meets it again")

@@ -163,3 +163,8 @@ def test_the_prefill_candidates_are_built_in_processes_and_failures_named(tmp_pa
     assert all(len(f) == 1 and f[0][0] == refused and "segs needs >= 3" in f[0][1] for f in failed.values())
     out = capsys.readouterr().out
     assert out.count("failed (ValueError") == 2 and "built in" in out
+    # a workload its process cannot even prepare (here: a decode one) is named once, with all its configs failed
+    dec = ds.workloads(ds.definition("gdn_decode_qk4_v8_d128_k_last"))[0]
+    failed = harness.tune.build_in_parallel(folder, ds, [dec], [lt.ONE_LAUNCH, refused], "cpu", jobs=1)
+    assert [c for c, _ in failed[dec.uuid]] == [lt.ONE_LAUNCH, refused]
+    assert "its builder process failed" in capsys.readouterr().out
