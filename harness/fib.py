@@ -5,10 +5,10 @@ FIB again, so drift over the run hits all three; then the fidelity report (harne
 FIB is imported from where the user has it (`--fib-src DIR` or installed); the project never vendors it. It reads a
 dataset root of its own: <out>/fib and <out>/fib-again each hold copies of definitions/ and workloads/, the given
 solutions as JSON at solutions/<author>/<op_type>/<definition>/<name>.json, and blob/ with links to the dataset's
-safetensors files, stand-ins included (the harness writes those when it prepares a workload; a chunk it skips
-on resume gets them written before FIB's turn). FIB appends its traces to traces/<author>/<op_type>/<definition>.jsonl, the harness's layout.
-The FIB settings are the contest's (its EVALUATION.md): timeout 300 s, the prefill at 1/5/3, FIB's defaults
-otherwise; its isolated runner (--use-isolated-runner, what the contest used) or its persistent one."""
+safetensors files, stand-ins included (the harness writes those when it prepares a workload; a chunk it skips on
+resume gets them written before FIB's turn). FIB appends its traces to traces/<author>/<op_type>/<definition>.jsonl,
+the harness's layout. The FIB settings are the contest's (its EVALUATION.md): timeout 300 s, the prefill at 1/5/3,
+FIB's defaults otherwise; its isolated runner (--use-isolated-runner, what the contest used) or its persistent one."""
 import importlib
 import json
 import shutil
