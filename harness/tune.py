@@ -62,6 +62,11 @@ def _time_one(launch, cfg, args, timing, device):
     return _official_ms(lambda *a: launch(*a, cfg=cfg), args, timing, device)
 
 
+def _inputs(dataset, definition, workload, device):
+    """The workload's inputs on `device`, from its blobs (stand-ins written where missing), seed 0, trial 0."""
+    return materialize(definition, workload, load_blobs(dataset, definition, workload), device, 0, 0)
+
+
 def _copy_state(state, new_state):
     new_state.copy_(state)
 
@@ -69,7 +74,7 @@ def _copy_state(state, new_state):
 def copy_floor(definition, dataset, workload, timing, device):
     """Official latency (ms) of a device copy of the workload's state into new_state: the bytes the decode kernel
     must move (the rest is a few KiB), timed as the candidates are, cold L2 included."""
-    inputs = materialize(definition, workload, load_blobs(dataset, definition, workload), device, 0, 0)
+    inputs = _inputs(dataset, definition, workload, device)
     outs = allocate_outputs(definition, workload, device)
     state = inputs[list(definition.inputs).index("state")]
     new_state = outs[list(definition.outputs).index("new_state")]
@@ -79,7 +84,7 @@ def copy_floor(definition, dataset, workload, timing, device):
 def timed_configs(launch, definition, dataset, workload, timing, device, configs):
     """{config: latency ms} of `launch(*inputs, *outputs, cfg=config)` on one workload, each config correct against
     the reference first (a wrong one is left out: it must never be picked)."""
-    inputs = materialize(definition, workload, load_blobs(dataset, definition, workload), device, 0, 0)
+    inputs = _inputs(dataset, definition, workload, device)
     refs = run_reference(load_reference(definition), definition, inputs)
     correct = []
     for cfg in configs:
@@ -163,7 +168,7 @@ def _build_in_child(folder, root, workload, configs, device):
     dataset = Dataset(root)
     definition = dataset.definition(PREFILL)
     kernel, lt = load_package(folder, "kernel"), load_package(folder, "launch_table")
-    inputs = materialize(definition, workload, load_blobs(dataset, definition, workload), device, 0, 0)
+    inputs = _inputs(dataset, definition, workload, device)
     errors = []
     for i, fields in enumerate(configs):
         try:

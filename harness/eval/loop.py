@@ -134,8 +134,9 @@ def _loop(dataset, definition, workloads, solutions, opts, done, cache, runner, 
     out_dir = Path(opts.out_dir)
     ref_timing_label, bar = recorder.label, recorder.bar
     timing = opts.timing or official_timing(definition.name)
+    in_order = official_order(solutions)
     for workload in workloads:
-        todo = [s for s in official_order(solutions) if (s.name, workload.uuid) not in done]
+        todo = [s for s in in_order if (s.name, workload.uuid) not in done]
         for s in solutions:
             if s not in todo:
                 recorder.skipped(workload, s)
