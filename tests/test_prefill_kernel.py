@@ -312,14 +312,14 @@ def test_bound_launch_only_where_triton_hands_constexprs_to_the_launcher():
 
 def test_launch_table():
     one, two, wide = lt.ONE_LAUNCH, lt.TWO_LAUNCH_LPT, lt.TWO_LAUNCH_WIDE
-    one8, two_t, seg3 = lt.ONE_LAUNCH_BV8, lt.TWO_LAUNCH_T, lt.SEG_3STAGE
+    two_t, seg3 = lt.TWO_LAUNCH_T, lt.SEG_3STAGE
     # the chains of these rows untransposed on wgmma (off sm_90 the config before: no_wgmma)
     fused3, fused3w, fused_split = lt.FUSED_WG_3STAGE, lt.FUSED_WG_3STAGE_32, lt.FUSED_WG_SPLIT
     fused, seg, wg = lt.FUSED_WG, lt.SEG_WG, lt.TWO_LAUNCH_WG
     pick = lt.pick
-    assert pick(1, 1) is one8 and pick(90, 1) is one8 and pick(91, 1) is fused3 and pick(16, 16) is one
+    assert pick(1, 1) is one and pick(90, 1) is one and pick(91, 1) is fused3 and pick(16, 16) is one
     assert pick(2, 2) is one and pick(100, 2) is one and pick(101, 2) is fused3 and pick(179, 3) is one
-    assert (one.C, one.BV, one8.C, one8.BV) == (16, 16, 16, 8)
+    assert (one.C, one.BV) == (16, 16)
     assert pick(96, 1) is fused3 and pick(1400, 1) is fused3 and pick(1400, 2) is fused3
     assert pick(180, 3) is fused3w and pick(1400, 3) is fused3w and pick(180, 4) is fused_split
     assert pick(1400, 57) is fused_split and pick(1401, 4) is fused
@@ -335,7 +335,7 @@ def test_launch_table():
     assert wg32.BV == 32 and wg32.num_stages == 2 and wg32.chain_mma_v3
     assert pick(3000, 16) is wide and pick(8192, 24) is wide
     assert pick(3000, 25) is wg and pick(8192, 57) is wg
-    assert not one.ws and not one8.ws and fused.fused and fused.ws and not two.fused
+    assert not one.ws and fused.fused and fused.ws and not two.fused
     assert two.lpt and two_t.lpt is None and wide.lpt is None
     assert two.BV == two_t.BV == fused.BV == fused3.BV == 16 and wide.BV == fused3w.BV == 32
     assert wg.BV == 64 and wg.num_stages == 2 and wg.chain_mma_v3 and wg.no_wgmma is wide

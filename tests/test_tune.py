@@ -101,7 +101,7 @@ def test_each_prefill_row_takes_the_fastest_config_correct_on_all_its_workloads(
     folder, _ = _copy(tmp_path, "p", PREFILL)
     # the modules tune imports (one package: the kernel's launch_table is this one, its configs compare equal)
     kernel, lt = harness.tune.load_package(folder, "kernel"), harness.tune.load_package(folder, "launch_table")
-    c8, c16 = lt.ONE_LAUNCH_BV8, lt.ONE_LAUNCH
+    c16, c8 = lt.ONE_LAUNCH, replace(lt.ONE_LAUNCH, BV=8)
     wrong = replace(lt.ONE_LAUNCH, BV=32)
     real = kernel._launch
 
@@ -110,7 +110,7 @@ def test_each_prefill_row_takes_the_fastest_config_correct_on_all_its_workloads(
         if cfg == wrong:
             args[-2].zero_()
     monkeypatch.setattr(kernel, "_launch", launch)
-    fake_ms = {c8: 0.0030, c16: 0.0020, wrong: 0.0010}   # the wrong one would be the fastest
+    fake_ms = {c8: 0.0020, c16: 0.0030, wrong: 0.0010}   # the wrong one would be the fastest
     monkeypatch.setattr(harness.tune, "_time_one", lambda launch, cfg, args, timing, device: fake_ms[cfg])
     ds = Dataset()
     pre = ds.workloads(ds.definition(PREFILL))
@@ -121,9 +121,9 @@ def test_each_prefill_row_takes_the_fastest_config_correct_on_all_its_workloads(
                                            [c8, c16, wrong], workloads)
     table = lt.LAUNCH_TABLE
     assert [(r, shipped, best, best_ms, n) for r, shipped, best, best_ms, n in rows] == [
-        (table[0], 0.0030, c16, 0.0020, 2), (table[2], 0.0020, c16, 0.0020, 1)]
-    tuned = lt.table_for("NVIDIA H200")   # the rows' bounds kept; row 0 now BV = 16; rows no workload reached kept
-    assert tuned == (replace(table[0], config=c16), *table[1:])
+        (table[0], 0.0030, c8, 0.0020, 2), (table[2], 0.0030, c8, 0.0020, 1)]
+    tuned = lt.table_for("NVIDIA H200")   # bounds kept; rows 0 and 2 now BV = 8; rows no workload reached kept
+    assert tuned == (replace(table[0], config=c8), table[1], replace(table[2], config=c8), *table[3:])
     assert lt.table_for("NVIDIA H100") is table
     assert lt.table_here(torch.device("cpu")) is table   # off a GPU: the shipped table
 
