@@ -43,6 +43,7 @@ def test_fidelity_pairs_the_runs_and_sets_the_ratios_against_fib_against_itself(
     assert abs(float(row["ratio_median"]) - (1.02 + 1.05) / 2) < 1e-9          # 0.0102/0.0100, 0.0210/0.0200
     assert abs(float(row["noise_min"]) - 0.99) < 1e-9 and abs(float(row["noise_max"]) - 1.03) < 1e-9
     assert float(row["within_noise"]) == 0.5                                  # 1.02 inside [0.99, 1.03], 1.05 not
+    assert float(row["within_noise_if_same"]) == 0.5                          # 3 noise pairs: (3 - 1) / (3 + 1)
     md = (tmp_path / "out" / "fidelity.md").read_text()
     assert f"- {DEF} sol w3: harness INCORRECT_NUMERICAL, FlashInfer-Bench PASSED" in md
     assert f"| {DEF} | sol | 1.0350 |" in md                                  # the B=1 bucket's median ratio
@@ -83,8 +84,9 @@ def test_agreement_pairs_any_two_runs_named_after_their_folders(tmp_path, capsys
         ("2", "1", "1", "1")
     assert other["errors_compared"] == "1"                                     # a RUNTIME_ERROR records none
     assert abs(float(other["ratio_median"]) - 1.2) < 1e-9                      # 0.0300/0.0250
-    no_again = ("noise_median", "noise_min", "noise_max", "within_noise")    # "other" has no second run
-    assert [other[c] for c in no_again] == ["", "", "", ""]
+    assert abs(float(sol["within_noise_if_same"]) - 2 / 4) < 1e-9              # 3 noise pairs
+    no_again = ("noise_median", "noise_min", "noise_max", "within_noise", "within_noise_if_same")   # no second run
+    assert [other[c] for c in no_again] == ["", "", "", "", ""]
     md = (out / "agreement.md").read_text()
     assert md.startswith("# ray against local\n")
     assert f"; local again (noise floor): `{again}`." in md and "Ratios are ray latency / local latency" in md

@@ -40,8 +40,10 @@ def one_sided(rows_a, rows_b, names):
 def agreement(pairs, noise=None):
     """Per (definition, solution): pairs, verdicts equal, max errors bitwise equal (of the pairs with errors on both
     sides: PASSED or INCORRECT_NUMERICAL), latency ratio median / min / max, the reference latency ratio where both
-    timed it, and with `noise` (paired() of run b again against run b) that run's ratio median / min / max and the
-    share of workloads whose ratio lies inside its range for the same solution."""
+    timed it, and with `noise` (paired() of run b again against run b) that run's ratio median / min / max, the
+    share of workloads whose ratio lies inside its range for the same solution, and the share expected if run a were
+    run b made once more: a draw lands inside the range of k others from its own distribution with chance
+    (k - 1) / (k + 1)."""
     out = []
     for (definition, solution), g in pairs.groupby(["definition", "solution"], sort=False):
         passed = g[(g.status_a == "PASSED") & (g.status_b == "PASSED")]
@@ -63,7 +65,8 @@ def agreement(pairs, noise=None):
             if len(own):
                 lo, hi = own.min(), own.max()
                 row.update(noise_median=own.median(), noise_min=lo, noise_max=hi,
-                           within_noise=float(passed.ratio.between(lo, hi).mean()) if len(passed) else float("nan"))
+                           within_noise=float(passed.ratio.between(lo, hi).mean()) if len(passed) else float("nan"),
+                           within_noise_if_same=(len(own) - 1) / (len(own) + 1))
         out.append(row)
     return pd.DataFrame(out)
 
@@ -132,7 +135,10 @@ def write_agreement(out_dir, definitions, runs, names, stem, title=None):
              f"; no second {b_name} run was given, so there is no noise floor") + ".", "",
           f"Ratios are {a_name} latency / {b_name} latency, over the pairs PASSED in both runs. "
           "`errors_bitwise_equal` counts, of the `errors_compared` pairs with max errors on both sides (PASSED or "
-          "INCORRECT_NUMERICAL), those whose max absolute and relative errors are equal to the bit.", "",
+          "INCORRECT_NUMERICAL), those whose max absolute and relative errors are equal to the bit."
+          + (f" `within_noise`: the share of workloads whose ratio lies inside the min-max range of {b_name} again "
+             f"against {b_name}; `within_noise_if_same`: the share expected were the {a_name} run one more "
+             f"{b_name} run ((k - 1) / (k + 1) for k noise pairs)." if runs.b_again else ""), "",
           "## Agreement", "", _md_table(table, ".4f"), "",
           "## Median ratio by batch size / T bucket", "", _md_table(buckets, ".4f"), "",
           "## Scores vs the FlashInfer baseline, both rules", "",
