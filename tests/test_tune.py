@@ -128,6 +128,41 @@ def test_each_prefill_row_takes_the_fastest_config_correct_on_all_its_workloads(
     assert lt.table_here(torch.device("cpu")) is table   # off a GPU: the shipped table
 
 
+def test_a_config_that_led_in_the_tune_but_not_again_leaves_the_shipped_row(tmp_path, monkeypatch, capsys):
+    folder, _ = _copy(tmp_path, "q", PREFILL)
+    lt = harness.tune.load_package(folder, "launch_table")
+    c16, c8 = lt.ONE_LAUNCH, replace(lt.ONE_LAUNCH, BV=8)
+    ds = Dataset()
+    pre = ds.workloads(ds.definition(PREFILL))
+    by_t = {w.axes["total_seq_len"]: w for w in pre if w.axes["num_seqs"] == 1}
+    workloads = [by_t[6], by_t[12]]   # row 0
+    tune_calls = harness.tune.ROUNDS * 2 * len(workloads)   # the tune's rounds of the two (correct) configs
+    calls = []
+
+    def fake(launch, cfg, args, timing, device):   # BV = 8 ahead in the tune's rounds, behind afterwards
+        calls.append(cfg)
+        return {c8: 0.0020 if len(calls) <= tune_calls else 0.0040, c16: 0.0030}[cfg]
+    monkeypatch.setattr(harness.tune, "_time_one", fake)
+    rows, _ = harness.tune.tune_prefill(folder, ds, TimingConfig(0, 1, 1), "cpu", "NVIDIA H200", [c8, c16],
+                                        workloads)
+    assert len(calls) == tune_calls + 2 * harness.tune.CONFIRM_ROUNDS * len(workloads)
+    assert [(r, best, best_ms) for r, _, best, best_ms, _ in rows] == [(lt.LAUNCH_TABLE[0], c16, 0.0030)]
+    assert f"row 0: {c8} led the shipped config by 33.3%, but not in 4 more rounds" in capsys.readouterr().out
+    assert lt.table_for("NVIDIA H200") == lt.LAUNCH_TABLE   # the tuned table is the shipped one
+
+
+def test_a_pick_is_kept_when_confirmed_and_the_shipped_config_when_not(capsys):
+    times = {"a": 1.0, "b": 2.0, "c": 3.0}
+    assert harness.tune.confirmed_pick(times, "b", "B=4", lambda c, s: True) == "a"
+    assert capsys.readouterr().out == ""
+    assert harness.tune.confirmed_pick(times, "b", "B=4", lambda c, s: False) == "b"
+    assert "B=4: a led the shipped config by 50.0%, but not in 4 more rounds" in capsys.readouterr().out
+    seen = []
+    assert harness.tune.confirmed_pick(times, "a", "B=4", lambda c, s: seen.append(c)) == "a"   # the shipped one led
+    assert harness.tune.confirmed_pick(times, "x", "B=4", lambda c, s: seen.append(c)) == "a"   # shipped wrong here
+    assert seen == []
+
+
 def test_the_copy_floor_times_a_copy_of_the_workloads_state(monkeypatch):
     """Beside the candidates, tune times new_state.copy_(state) on the workload's own tensors: the bytes the decode
     kernel must move; its table gives the tuned row's ratio to it."""
