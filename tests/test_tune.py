@@ -153,14 +153,16 @@ def test_a_config_that_led_in_the_tune_but_not_again_leaves_the_shipped_row(tmp_
 
 def test_a_pick_is_kept_when_confirmed_and_the_shipped_config_when_not(capsys):
     times = {"a": 1.0, "b": 2.0, "c": 3.0}
-    assert harness.tune.confirmed_pick(times, "b", "B=4", lambda c, s: True) == "a"
-    assert capsys.readouterr().out == ""
-    assert harness.tune.confirmed_pick(times, "b", "B=4", lambda c, s: False) == "b"
-    assert "B=4: a led the shipped config by 50.0%, but not in 4 more rounds" in capsys.readouterr().out
+    assert harness.tune.confirmed_pick(times, "b", "B=4", lambda c, s: (1.5, 2.0)) == "a"
+    assert "B=4: a led the shipped config by 50.0%, and by 25.0% in 4 more rounds of the two; kept" \
+        in capsys.readouterr().out
+    assert harness.tune.confirmed_pick(times, "b", "B=4", lambda c, s: (2.0, 2.0)) == "b"   # a tie is no lead
+    assert "B=4: a led the shipped config by 50.0%, but not in 4 more rounds of the two (2000.000 against " \
+        "2000.000 us)" in capsys.readouterr().out
     seen = []
     assert harness.tune.confirmed_pick(times, "a", "B=4", lambda c, s: seen.append(c)) == "a"   # the shipped one led
     assert harness.tune.confirmed_pick(times, "x", "B=4", lambda c, s: seen.append(c)) == "a"   # shipped wrong here
-    assert seen == []
+    assert seen == [] and capsys.readouterr().out == ""
 
 
 def test_the_copy_floor_times_a_copy_of_the_workloads_state(monkeypatch):
