@@ -34,7 +34,8 @@ test: .venv/.installed
 	.venv/bin/python -m pytest -m "not gpu" -q -n auto --dist worksteal
 
 test-gpu:
-	python3 -m pytest -m gpu -q
+	@$(GPU_PY); $$py -c "import sys, torch; sys.exit(0 if torch.cuda.is_available() else \
+	  'make test-gpu: no CUDA GPU here (make test runs every test that is not GPU-marked)')" && $$py -m pytest -m gpu -q
 
 eval:
 	@$(GPU_PY); $$py -m harness full $(RUN_ARGS)

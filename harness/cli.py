@@ -470,8 +470,13 @@ def cmd_tune(args):
     from harness.build.package import REPO
     from harness.eval.child import TimingConfig, official_timing
     from harness.tune import DECODE, PREFILL, device_name_of, tune_decode, tune_prefill
+    from harness.eval.pool import use_triton_interpreter
 
     device = device_of(args)
+    if args.device is None and not device.startswith("cuda"):
+        raise DataError("--device", "tune times our kernels on a GPU, with the official timer; there is none here",
+                        "run it on a CUDA GPU; --device cpu runs Triton's interpreter, for tests only")
+    use_triton_interpreter(device)   # --device cpu: before our kernels' modules apply @triton.jit
     names = args.definition or [DECODE, PREFILL]
     unknown = sorted(set(names) - {DECODE, PREFILL})
     if unknown:

@@ -72,6 +72,13 @@ def test_tune_refuses_a_folder_that_is_not_our_submission_and_an_unknown_definit
     assert "no launch table to tune for gdn_mystery" in capsys.readouterr().err
 
 
+def test_tune_without_a_gpu_says_it_needs_one(monkeypatch, capsys):
+    import torch
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    assert main(["tune"]) == 2   # what `make tune` runs; on the CPU only an explicit --device cpu (tests) goes on
+    assert "--device: tune times our kernels on a GPU" in capsys.readouterr().err
+
+
 def test_tune_on_a_gpu_demands_the_official_timer(monkeypatch, capsys):
     import torch
     import harness.eval.timing_cuda
