@@ -160,6 +160,38 @@ def test_next_chunk_loads_at_sequence_edges(row):
     run_and_check(with_cfg(getattr(lt, row)), [0, 0, 17, 18, 150, 300], seed=3, out_atol=2e-3)
 
 
+def _check_rows(cu, inputs):
+    """pk.kernel on `inputs` against the float64 reference over the sequences' rows [cu[0], cu[-1]) and the new
+    state: the official rule on the finite elements, and NaN exactly where the reference has NaN."""
+    T, N = inputs[0].shape[0], len(cu) - 1
+    out = torch.zeros((T, 8, 128), dtype=torch.bfloat16, device=DEVICE)
+    new_state = torch.zeros((N, 8, 128, 128), dtype=torch.float32, device=DEVICE)
+    pk.kernel(*inputs[:9], 0.0, out, new_state)
+    ref_out, ref_state = recurrent_packed(*[x.cpu() for x in inputs], 0.0)
+    for got, ref in ((out.cpu().double()[cu[0]:cu[-1]], ref_out[cu[0]:cu[-1]]), (new_state.cpu().double(), ref_state)):
+        assert torch.equal(got.isnan(), ref.isnan()), "NaN where the reference has none, or none where it has"
+        fin = ~ref.isnan()
+        err = (got[fin] - ref[fin]).abs()
+        assert int(((err > 1e-2) & (err / (ref[fin].abs() + 1e-8) > 1e-2)).sum()) == 0, f"max abs {err.max():.3g}"
+
+
+def test_a_first_sequence_that_starts_after_token_0():
+    # tokens 0..2 belong to no sequence: sequence 0 must be walked from its own start (a kernel that assumes
+    # cu_seqlens[0] == 0, e.g. to load the first chunk before cu_seqlens arrives, fails here)
+    cu = [3, 10, 30]
+    assert not lt.pick(30, 2).ws
+    _check_rows(cu, make_inputs([0] + cu[1:], seed=6)[:8] + [torch.tensor(cu, device=DEVICE)])
+
+
+def test_a_nan_in_one_sequence_stays_there():
+    # sequence 0 is shorter than a chunk: a chunk read from token 0 spans sequence 1's first tokens, where a NaN
+    # must not reach sequence 0's output or state
+    cu = [0, 5, 20]
+    inputs = make_inputs(cu, seed=7)
+    inputs[2][5, 0, 7] = float("nan")
+    _check_rows(cu, inputs)
+
+
 def test_rank_table_written_by_the_first_launch():
     # two launches, longest first: the prep launch writes one row (n, bos, eos) per rank, longest first, ties by
     # index (N = 5 pads the rank vector to 8; three sequences tie at 10 tokens); the chain reads its row from it
