@@ -7,7 +7,7 @@
   report    merge the traces of one or more output folders into one report
   fidelity  the harness against FlashInfer-Bench's own benchmark: run both (a GPU), or pair two finished runs
   agreement any two runs of the same pairs (e.g. Ray against local): verdicts, errors, latency ratios
-  tune      our decode launch table derived again on this GPU (a GPU), read by the kernel there
+  tune      our decode and prefill launch tables derived again on this GPU (a GPU), read by the kernel there
   package   submission/ (one starter-kit folder per definition) -> contest solution.json files
   public    other teams' published solutions: fetch, list, and run them beside ours (a leaderboard)
 
