@@ -510,17 +510,18 @@ def traced_capability(trace_file):
 
 
 def given_up(out, definition_name):
-    """{solution name: {reason: pairs}} of the pairs the run gave up on (--give-up-after, --entry-budget) that have
-    no trace since."""
+    """{solution name: {reason: pairs}} of the pairs whose last word in the folder is that a run gave up on them
+    (--give-up-after, --entry-budget): a later trace of the pair (a resumed run) clears it, and a pair given up on
+    by a --no-resume run after an earlier one traced it (that trace now in stale/) is listed."""
     from harness.eval.record import NOT_RUN
     ep = extras_path(out, definition_name)
-    lines = [e for _, e in read_jsonl(ep, allow_partial_tail=True)] if ep.exists() else []
-    traced = {(e["solution"], e["workload"]) for e in lines if e.get("status") != NOT_RUN}
-    found, seen = {}, set()
-    for e in lines:
-        key = (e["solution"], e["workload"])
-        if e.get("status") == NOT_RUN and key not in traced and key not in seen:   # a resumed run says it again
-            seen.add(key)
+    last = {}   # (solution, workload) -> its last extras line (a resumed run says a NOT_RUN again: counted once)
+    for _, e in read_jsonl(ep, allow_partial_tail=True) if ep.exists() else []:
+        if e.get("record") != "reference":
+            last[(e["solution"], e["workload"])] = e
+    found = {}
+    for e in last.values():
+        if e.get("status") == NOT_RUN:
             reasons = found.setdefault(e["solution"], {})
             reasons[e["reason"]] = reasons.get(e["reason"], 0) + 1
     return found

@@ -80,6 +80,14 @@ def test_a_solution_that_spent_its_budget_is_not_run_on_the_rest(tmp_path):
     assert not any(r.not_run for r in more)
     assert given_up(out, "toy_axpy") == {}
 
+    # the whole run again (--no-resume) with the small budget: the earlier traces of the two pairs go to stale/ and
+    # the pairs have none now, so they are listed as given up on again
+    fresh = again_run(replace(opts, resume=False))
+    assert [r.not_run for r in fresh if r.not_run] == [why, why]
+    traces = read_traces(trace_path(out, "tester", "toy", "toy_axpy"))
+    assert {t.workload.uuid for t in traces if t.solution == "slow"} == {"w-blob"}
+    assert given_up(out, "toy_axpy") == {"slow": {why: 2}}
+
 
 def test_the_leaderboard_lists_the_pairs_given_up_on(tmp_path):
     from harness.public import _append_not_run
