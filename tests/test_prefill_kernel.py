@@ -354,18 +354,17 @@ def test_launch_table():
     assert (one.C, one.BV) == (16, 16)
     assert pick(96, 1) is fused3 and pick(1400, 1) is fused3 and pick(1400, 2) is fused3
     assert pick(180, 3) is fused3w and pick(1400, 3) is fused3w and pick(180, 4) is fused_split
-    assert pick(1400, 57) is fused_split and pick(1401, 4) is fused
-    # the segment rows from 1401 tokens for N <= 2, with 3 stages from 3000 tokens
-    assert pick(1401, 1) is seg and pick(2999, 1) is seg and pick(1401, 2) is seg
-    assert pick(2999, 2) is seg and pick(1401, 3) is fused and pick(2999, 57) is fused
-    assert pick(3000, 1) is seg3 and pick(8192, 2) is seg3 and pick(3000, 3) is two
-    assert pick(8192, 4) is two and seg3.segs == 3 and seg3.trans
+    # from 1401 tokens: segments (3 stages) for N <= 2, else two launches (the transposed BV = 32 for N >= 3 below
+    # 3000 tokens)
+    assert pick(1401, 1) is seg3 and pick(2999, 1) is seg3 and pick(1401, 2) is seg3 and pick(8192, 2) is seg3
+    assert pick(1401, 3) is wide and pick(1401, 4) is wide and pick(2999, 57) is wide
+    assert pick(3000, 3) is two and pick(8192, 4) is two and seg3.segs == 3 and seg3.trans
     assert seg3 == replace(seg.no_wgmma, num_stages=3) and seg.segs == 3 and seg.chain_mma_v3
-    # wgmma BV32 for N = 5..15
+    assert pick(3000, 5) is wide and pick(8192, 15) is wide
+    # wgmma BV32 for N = 16..24
     wg32 = lt.TWO_LAUNCH_WG32
-    assert pick(3000, 5) is wg32 and pick(8192, 15) is wg32 and wg32.no_wgmma is two_t
+    assert pick(3000, 16) is wg32 and pick(8192, 24) is wg32 and wg32.no_wgmma is two_t
     assert wg32.BV == 32 and wg32.num_stages == 2 and wg32.chain_mma_v3
-    assert pick(3000, 16) is wide and pick(8192, 24) is wide
     assert pick(3000, 25) is wg and pick(8192, 57) is wg
     assert not one.ws and fused.fused and fused.ws and not two.fused
     assert two.lpt and two_t.lpt is None and wide.lpt is None

@@ -9,20 +9,20 @@ candidates that lost are in docs/kernels/prefill.md.
   T < 180: one launch, C = 16 (SB = 8), BV = 16, for one sequence up to 90 tokens, two up to 100 tokens and
             three or more (measured faster than the fused launch there; for one sequence BV = 8, twice the CTAs,
             measured 2 % slower); the other calls of one or two sequences from 91 and 101 tokens: fused, below
-  180 <= T < 3000: fused (BV = 16, or 32 for N = 3; 3 stages up to 1400 tokens with N <= 3, else 2; up to 1400
-            tokens its prep role is split into Tm and P tickets), except N <= 2 from 1401 tokens: segments
-  N <= 2 from 1401 tokens: the prep, then each sequence cut into 3 segments (2 stages; 3 from 3000 tokens)
-  T >= 3000: two launches (the prep, split into Tm and P CTAs on wgmma, then the chain): BV = 16, untransposed,
-            3 stages, longest first (N <= 4: few sequences, so more V slices), BV = 32 on wgmma (N = 5..15), the
-            transposed BV = 32 with 3 stages (N = 16..24), or BV = 64 on wgmma (N >= 25: at N = 20 its 320 CTAs
-            would be 1.2 waves of the 264 that fit at once)
-  on an sm_90 GPU (_wg): the fused rows, the N <= 2 segment row below 3000 tokens and the N = 5..15 and N >= 25
-            two-launch rows run the chain untransposed on wgmma, 2 stages; off sm_90 each runs the config it
-            replaced (no_wgmma)
+  180 <= T <= 1400: fused (BV = 16, or 32 for N = 3; 3 stages with N <= 3, else 2; its prep role split into Tm
+            and P tickets)
+  N <= 2 from 1401 tokens: the prep, then each sequence cut into 3 segments (3 stages)
+  N >= 3 from 1401 tokens: two launches (the prep, split into Tm and P CTAs on wgmma, then the chain): the
+            transposed BV = 32 with 3 stages (N >= 3 below 3000 tokens, N = 5..15), BV = 16 untransposed, 3 stages,
+            longest first (N <= 4 from 3000 tokens: few sequences, so more V slices), BV = 32 on wgmma (N =
+            16..24), or BV = 64 on wgmma (N >= 25: at N = 20 its 320 CTAs would be 1.2 waves of the 264 that fit
+            at once)
+  on an sm_90 GPU (_wg): the fused rows and the N = 16..24 and N >= 25 two-launch rows run the chain untransposed
+            on wgmma, 2 stages; off sm_90 each runs the config it replaced (no_wgmma)
 B200 (148 SMs, sm_100a): UNMEASURED. The thresholds, the V splits and the segment count (3: its first launch has 24
 CTAs per head and sequence, 192 for one sequence, within the 264 that fit at once on 132 SMs; 148 SMs fit 296) come
 from H200 timings only; every row is correct on any GPU (same code, mma.sync path), with two differences: the prep
-of the two-launch rows and of the fused rows up to 1400 tokens is wgmma on the H200 and mma.sync on a B200 (MMAv5
+of every row with one (two launches, segments, fused) is wgmma on the H200 and mma.sync on a B200 (MMAv5
 stays off); and the rows built by _wg run their no_wgmma config there (the H200 table's mma.sync configs), since
 their untransposed chains were tuned for wgmma only (at BV64 on mma.sync the chain spills). Those mma.sync builds
 passed their GPU tests on the H200, and the fp16 builds for sm_100 (chain, fused, segment and prep kernels) compile
@@ -105,12 +105,12 @@ LAUNCH_TABLE = (
     Row(179, None, ONE_LAUNCH),
     Row(1400, 3, FUSED_WG_3STAGE_32),
     Row(1400, None, FUSED_WG_SPLIT),
-    Row(2999, 2, SEG_WG),
-    Row(2999, None, FUSED_WG),
+    Row(2999, 2, SEG_3STAGE),
+    Row(2999, None, TWO_LAUNCH_WIDE),
     Row(None, 2, SEG_3STAGE),
     Row(None, 4, TWO_LAUNCH_LPT),
-    Row(None, 15, TWO_LAUNCH_WG32),
-    Row(None, 24, TWO_LAUNCH_WIDE),
+    Row(None, 15, TWO_LAUNCH_WIDE),
+    Row(None, 24, TWO_LAUNCH_WG32),
     Row(None, None, TWO_LAUNCH_WG),
 )
 
