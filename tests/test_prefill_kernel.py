@@ -360,11 +360,11 @@ def test_launch_table():
     assert pick(1401, 3) is wide and pick(1401, 4) is wide and pick(2999, 57) is wide
     assert pick(3000, 3) is two and pick(8192, 4) is two and seg3.segs == 3 and seg3.trans
     assert seg3 == replace(seg.no_wgmma, num_stages=3) and seg.segs == 3 and seg.chain_mma_v3
-    assert pick(3000, 5) is wide and pick(8192, 15) is wide
-    # wgmma BV32 for N = 16..24
+    # wgmma BV32 for N = 5..15
     wg32 = lt.TWO_LAUNCH_WG32
-    assert pick(3000, 16) is wg32 and pick(8192, 24) is wg32 and wg32.no_wgmma is two_t
+    assert pick(3000, 5) is wg32 and pick(8192, 15) is wg32 and wg32.no_wgmma is two_t
     assert wg32.BV == 32 and wg32.num_stages == 2 and wg32.chain_mma_v3
+    assert pick(3000, 16) is wide and pick(8192, 24) is wide
     assert pick(3000, 25) is wg and pick(8192, 57) is wg
     assert not one.ws and fused.fused and fused.ws and not two.fused
     assert two.lpt and two_t.lpt is None and wide.lpt is None

@@ -13,11 +13,10 @@ candidates that lost are in docs/kernels/prefill.md.
             and P tickets)
   N <= 2 from 1401 tokens: the prep, then each sequence cut into 3 segments (3 stages)
   N >= 3 from 1401 tokens: two launches (the prep, split into Tm and P CTAs on wgmma, then the chain): the
-            transposed BV = 32 with 3 stages (N >= 3 below 3000 tokens, N = 5..15), BV = 16 untransposed, 3 stages,
-            longest first (N <= 4 from 3000 tokens: few sequences, so more V slices), BV = 32 on wgmma (N =
-            16..24), or BV = 64 on wgmma (N >= 25: at N = 20 its 320 CTAs would be 1.2 waves of the 264 that fit
-            at once)
-  on an sm_90 GPU (_wg): the fused rows and the N = 16..24 and N >= 25 two-launch rows run the chain untransposed
+            transposed BV = 32 with 3 stages (below 3000 tokens, and N = 16..24), BV = 16 untransposed, 3 stages,
+            longest first (N <= 4: few sequences, so more V slices), BV = 32 on wgmma (N = 5..15), or BV = 64 on
+            wgmma (N >= 25: at N = 20 its 320 CTAs would be 1.2 waves of the 264 that fit at once)
+  on an sm_90 GPU (_wg): the fused rows and the N = 5..15 and N >= 25 two-launch rows run the chain untransposed
             on wgmma, 2 stages; off sm_90 each runs the config it replaced (no_wgmma)
 B200 (148 SMs, sm_100a): UNMEASURED. The thresholds, the V splits and the segment count (3: its first launch has 24
 CTAs per head and sequence, 192 for one sequence, within the 264 that fit at once on 132 SMs; 148 SMs fit 296) come
@@ -109,8 +108,8 @@ LAUNCH_TABLE = (
     Row(2999, None, TWO_LAUNCH_WIDE),
     Row(None, 2, SEG_3STAGE),
     Row(None, 4, TWO_LAUNCH_LPT),
-    Row(None, 15, TWO_LAUNCH_WIDE),
-    Row(None, 24, TWO_LAUNCH_WG32),
+    Row(None, 15, TWO_LAUNCH_WG32),
+    Row(None, 24, TWO_LAUNCH_WIDE),
     Row(None, None, TWO_LAUNCH_WG),
 )
 
