@@ -153,7 +153,7 @@ def test_sequences_launched_longest_first_with_ties_and_padding():
     run_and_check(pk.kernel, [0, 1, 4, 17, 18, 30, 31, 44, 50, 60], seed=5)
 
 
-@pytest.mark.parametrize("row", ["ONE_LAUNCH", "TWO_LAUNCH", "TWO_LAUNCH_WIDE", "FUSED_SPLIT"])
+@pytest.mark.parametrize("row", ["ONE_LAUNCH", "TWO_LAUNCH", "TWO_LAUNCH_WIDE", "FUSED"])
 def test_next_chunk_loads_at_sequence_edges(row):
     # every chunked launch loads the next chunk's v, a, b a step early: the last step's loads are past the
     # sequence's end (masked), the empty sequence has no step, and a partial last chunk must take its own rows only
@@ -214,7 +214,7 @@ def test_fused_variant_and_its_sync_words():
     nslot = 170 // 64 + 8 + 1   # the call's slots (T // C + N + 1); flags past them belong to other calls
     assert sync[:2].tolist() == [0, 0]
     assert int(sync[2]) in (before + 1, 1)          # 1 when the call had to grow (and zero) the words
-    assert (sync[3:3 + nslot * 8] == int(sync[2])).all(), "every (slot, head) flag holds this call's epoch"
+    assert (sync[3:3 + 2 * nslot * 8] == int(sync[2])).all(), "every Tm and P flag holds this call's epoch"
 
 
 def poison_workspaces(cu, C=64):
@@ -226,13 +226,13 @@ def poison_workspaces(cu, C=64):
     return nslot
 
 
-def test_fused_split_prep_role_and_its_flag_planes():
-    # prep_split on the fused launch (the rows up to 1400 tokens): Tm and P of each
-    # (chunk, head) by separate tickets, each with its own flag plane, both awaited by the chains. The
-    # workspaces start as NaN, so a slot that neither role wrote would poison the outputs.
+def test_fused_prep_tickets_and_their_flag_planes():
+    # the fused launch's prep role: Tm and P of each (chunk, head) by separate tickets, each with its own flag
+    # plane, both awaited by the chains. The workspaces start as NaN, so a slot that neither role wrote would
+    # poison the outputs.
     cu = [0, 0, 17, 18, 150, 300]
     nslot = poison_workspaces(cu)
-    run_and_check(with_cfg(replace(lt.FUSED, prep_split=True)), cu, seed=3, out_atol=2e-3)
+    run_and_check(with_cfg(lt.FUSED), cu, seed=3, out_atol=2e-3)
     sync = next(b for key, b in pk._WORKSPACES.items() if key[0] == "sync").cpu()
     assert sync[:2].tolist() == [0, 0]
     assert (sync[3:3 + 2 * nslot * 8] == int(sync[2])).all(), "both planes hold this call's epoch"
@@ -248,12 +248,11 @@ def test_transposed_chain_variant(bv, warps, fused):
                   seed=3, out_atol=2e-3)
 
 
-def test_split_prep_writes_every_slot():
-    # the two-launch rows' prep (cfg "prep_split"): its CTAs compute either Tm or P of a (chunk, head).
-    # The workspaces start as NaN, so a slot that neither role wrote would poison the outputs.
+def test_prep_writes_every_slot():
+    # the two-launch rows' prep: its CTAs compute either Tm or P of a (chunk, head). The workspaces start as NaN,
+    # so a slot that neither role wrote would poison the outputs.
     cu = [0, 0, 17, 18, 150, 300]
     poison_workspaces(cu)
-    assert lt.TWO_LAUNCH_WIDE.prep_split
     run_and_check(with_cfg(lt.TWO_LAUNCH_WIDE), cu, seed=3, out_atol=2e-3)
 
 
@@ -315,15 +314,13 @@ def test_segment_walk_refuses_what_it_cannot_run():
         pk._launch(pk.ALGO_CHUNK, *inputs, 0.0, out, ns, cfg=replace(lt.TWO_LAUNCH, segs=2))
 
 
-def test_rows_with_a_prep_take_the_split_prep_on_mma_v3_up_to_1400_tokens_if_fused():
-    # every two-launch row (the segment rows included) and the fused rows up to 1400 tokens; the fused row above
-    # has its prep on wgmma too, unsplit
+def test_rows_with_a_prep_take_it_on_mma_v3_and_fuse_it_up_to_1400_tokens():
+    # every two-launch row (the segment rows included) and the fused rows (up to 1400 tokens)
     rows = [(row.max_t, row.config) for row in lt.LAUNCH_TABLE if row.config.ws]
     assert len(rows) == 11
     for max_t, cfg in rows:
-        knobs = cfg.prep_split and cfg.prep_mma_v3
-        assert knobs == (not cfg.fused or max_t <= 1400), (max_t, cfg)
-        assert knobs or cfg is lt.FUSED_WG and cfg.prep_mma_v3 and not cfg.prep_split
+        assert cfg.prep_mma_v3 and (cfg.no_wgmma is None or cfg.no_wgmma.prep_mma_v3), (max_t, cfg)
+        assert cfg.fused == (max_t is not None and max_t <= 1400), (max_t, cfg)
 
 
 def test_raw_launch_arguments_refuse_a_tensor_on_another_device():
@@ -344,35 +341,33 @@ def test_bound_launch_only_where_triton_hands_constexprs_to_the_launcher():
 
 def test_launch_table():
     one, two, wide = lt.ONE_LAUNCH, lt.TWO_LAUNCH_LPT, lt.TWO_LAUNCH_WIDE
-    two_t, seg3 = lt.TWO_LAUNCH_T, lt.SEG_3STAGE
+    two_t, seg = lt.TWO_LAUNCH_T, lt.SEG
     # the chains of these rows untransposed on wgmma (off sm_90 the config before: no_wgmma)
-    fused3, fused3w, fused_split = lt.FUSED_WG_3STAGE, lt.FUSED_WG_3STAGE_32, lt.FUSED_WG_SPLIT
-    fused, seg, wg = lt.FUSED_WG, lt.SEG_WG, lt.TWO_LAUNCH_WG
+    fused3, fused3w, fused_wg = lt.FUSED_WG_3STAGE, lt.FUSED_WG_3STAGE_32, lt.FUSED_WG
+    wg, wg32 = lt.TWO_LAUNCH_WG, lt.TWO_LAUNCH_WG32
     pick = lt.pick
     assert pick(1, 1) is one and pick(90, 1) is one and pick(91, 1) is fused3 and pick(16, 16) is one
     assert pick(2, 2) is one and pick(100, 2) is one and pick(101, 2) is fused3 and pick(179, 3) is one
     assert (one.C, one.BV) == (16, 16)
     assert pick(96, 1) is fused3 and pick(1400, 1) is fused3 and pick(1400, 2) is fused3
-    assert pick(180, 3) is fused3w and pick(1400, 3) is fused3w and pick(180, 4) is fused_split
-    # from 1401 tokens: segments (3 stages) for N <= 2, else two launches (the transposed BV = 32 for N >= 3 below
-    # 3000 tokens)
-    assert pick(1401, 1) is seg3 and pick(2999, 1) is seg3 and pick(1401, 2) is seg3 and pick(8192, 2) is seg3
+    assert pick(180, 3) is fused3w and pick(1400, 3) is fused3w and pick(180, 4) is fused_wg
+    assert pick(1400, 57) is fused_wg
+    # from 1401 tokens: segments for N <= 2, else two launches (the transposed BV = 32 below 3000 tokens)
+    assert pick(1401, 1) is seg and pick(2999, 1) is seg and pick(1401, 2) is seg and pick(8192, 2) is seg
     assert pick(1401, 3) is wide and pick(1401, 4) is wide and pick(2999, 57) is wide
-    assert pick(3000, 3) is two and pick(8192, 4) is two and seg3.segs == 3 and seg3.trans
-    assert seg3 == replace(seg.no_wgmma, num_stages=3) and seg.segs == 3 and seg.chain_mma_v3
+    assert pick(3000, 3) is two and pick(8192, 4) is two and seg.segs == 3 and seg.trans
     # wgmma BV32 for N = 5..15
-    wg32 = lt.TWO_LAUNCH_WG32
     assert pick(3000, 5) is wg32 and pick(8192, 15) is wg32 and wg32.no_wgmma is two_t
     assert wg32.BV == 32 and wg32.num_stages == 2 and wg32.chain_mma_v3
     assert pick(3000, 16) is wide and pick(8192, 24) is wide
     assert pick(3000, 25) is wg and pick(8192, 57) is wg
-    assert not one.ws and fused.fused and fused.ws and not two.fused
+    assert not one.ws and fused_wg.fused and fused_wg.ws and not two.fused and not seg.fused
     assert two.lpt and two_t.lpt is None and wide.lpt is None
-    assert two.BV == two_t.BV == fused.BV == fused3.BV == 16 and wide.BV == fused3w.BV == 32
+    assert two.BV == two_t.BV == fused_wg.BV == fused3.BV == seg.BV == 16 and wide.BV == fused3w.BV == 32
     assert wg.BV == 64 and wg.num_stages == 2 and wg.chain_mma_v3 and wg.no_wgmma is wide
-    assert fused3.num_stages == fused3w.num_stages == 3 and fused3.fused and fused_split.num_stages == 2
+    assert fused3.num_stages == fused3w.num_stages == 3 and fused3.fused and fused_wg.num_stages == 2
     assert two_t.trans and wide.trans and not two.trans
-    for cfg in (fused3, fused3w, fused_split, fused, seg, wg, wg32):    # every wgmma row: untransposed, with a fallback
+    for cfg in (fused3, fused3w, fused_wg, wg, wg32):    # every wgmma row: untransposed, with a fallback
         old = cfg.no_wgmma
         assert not cfg.trans and old.trans and old.no_wgmma is None
         assert cfg.prep_mma_v3 or cfg.chain_mma_v3
@@ -381,8 +376,8 @@ def test_launch_table():
     for T, N in [(6, 1), (300, 3), (8192, 57)]:
         cfg = pick(T, N)
         assert D % cfg.BV == 0 and cfg.C % cfg.SB == 0
-    # 3 stages on the two-launch rows and in the segment launches from 3000 tokens
-    assert two.num_stages == two_t.num_stages == wide.num_stages == 3 and seg.num_stages == 2
+    # 3 stages on the two-launch rows and in the segment launches
+    assert two.num_stages == two_t.num_stages == wide.num_stages == seg.num_stages == 3
     # the recurrent ablation's own config
     assert (lt.RECURRENT.C, lt.RECURRENT.BV, lt.RECURRENT.num_warps, lt.RECURRENT.num_stages) == (64, 16, 1, 1)
 
@@ -442,8 +437,8 @@ def test_gpu_launch_table_on_contest_shapes(cu, row):
 
 
 @pytest.mark.gpu
-@pytest.mark.parametrize("row", ["FUSED_WG_3STAGE", "FUSED_WG_3STAGE_32", "FUSED_WG_SPLIT", "FUSED_WG", "SEG_WG",
-                                 "TWO_LAUNCH_WG", "TWO_LAUNCH_WG32"])
+@pytest.mark.parametrize("row", ["FUSED_WG_3STAGE", "FUSED_WG_3STAGE_32", "FUSED_WG", "TWO_LAUNCH_WG",
+                                 "TWO_LAUNCH_WG32"])
 def test_gpu_wgmma_rows(row, monkeypatch):
     # Triton 3.6 miscompiled earlier chains on wgmma (the BV32 chain with 1 stage made an illegal access), so every
     # wgmma row is checked at its own config on shapes beside the table's, twice each;
@@ -475,30 +470,26 @@ def test_gpu_transposed_chain(bv, warps, fused):
 
 
 @pytest.mark.gpu
-@pytest.mark.parametrize("split,mma_v3", [(False, False), (True, False), (False, True)])
-def test_gpu_prep_variants(split, mma_v3):
-    # the prep's knobs other than the table's (split on wgmma, covered by the launch-table tests), with
-    # production precisions, on the table's wide row. Triton 3.6 miscompiled the chain with wgmma, so
-    # each wgmma build is checked on its own.
-    cfg = replace(lt.TWO_LAUNCH_WIDE, prep_split=split, prep_mma_v3=mma_v3)
+def test_gpu_prep_on_mma_sync():
+    # the prep on mma.sync (what a B200 runs, MMAv5 off), with production precisions, on the table's wide row
+    cfg = replace(lt.TWO_LAUNCH_WIDE, prep_mma_v3=False)
     for cu in ([0, 2107], [round(i * 8192 / 57) for i in range(58)]):
         run_and_check(with_cfg(cfg), cu, seed=7, out_atol=2e-3)
 
 
 @pytest.mark.gpu
-@pytest.mark.parametrize("split,mma_v3", [(False, True), (True, False), (True, True)])
-def test_gpu_fused_prep_knobs(split, mma_v3):
-    # the fused launch's prep role split into Tm and P tickets and / or on wgmma (the table's rows up to 1400
-    # tokens take both; split alone is what a B200 runs, MMAv5 off; the chain role's dots stay mma.sync);
-    # twice each, so the second call waits on fresh flags
-    fn = with_cfg(replace(lt.FUSED, prep_split=split, prep_mma_v3=mma_v3))
+@pytest.mark.parametrize("mma_v3", [False, True])
+def test_gpu_fused_prep_lowering(mma_v3):
+    # the fused launch's prep role on mma.sync (what a B200 runs, MMAv5 off) or on wgmma (the table's fused
+    # rows; the transposed chain role's dots stay mma.sync); twice each, so the second call waits on fresh flags
+    fn = with_cfg(replace(lt.FUSED, prep_mma_v3=mma_v3))
     for cu in ([0, 2107], [round(i * 2999 / 40) for i in range(41)]):
         for seed in (11, 12):
             run_and_check(fn, cu, seed=seed, out_atol=2e-3)
 
 
 @pytest.mark.gpu
-@pytest.mark.parametrize("row", ["FUSED_SPLIT", "FUSED", "TWO_LAUNCH", "TWO_LAUNCH_T", "TWO_LAUNCH_WIDE"])
+@pytest.mark.parametrize("row", ["FUSED", "TWO_LAUNCH", "TWO_LAUNCH_T", "TWO_LAUNCH_WIDE"])
 def test_gpu_workspace_rows(row):
     # the rows with a workspace (next chunk's loads a step early; the two-launch ones with N = 57 longest first from
     # the rank table the prep launch writes); twice each
@@ -521,13 +512,12 @@ def test_gpu_segment_walk(row, segs):
 
 
 @pytest.mark.gpu
-@pytest.mark.parametrize("split", [False, True])
-def test_gpu_fused_f16_chains_wait_for_the_k_q_copies(split):
+def test_gpu_fused_f16_chains_wait_for_the_k_q_copies():
     # the fused launch: an odd v-head's chain reads the k and q copies that the prep ticket of the
     # even v-head of its q/k head writes, so it must wait for that ticket's flags too (a harness pass at 0b460fc
     # failed 1592/3 without it). The workspaces are NaN before every call: a copy read before it is written
     # poisons the outputs.
-    fn = with_cfg(replace(lt.FUSED, prep_split=split, prep_mma_v3=split))
+    fn = with_cfg(lt.FUSED)
     for cu in ([0, 1320, 1500, 1592], [round(i * 2999 / 40) for i in range(41)]):
         for seed in range(5):
             poison_workspaces(cu)
@@ -546,7 +536,7 @@ def test_gpu_fused_variant(cu):
     # the fused variant's roles really run concurrently here (the interpreter runs CTAs one by one);
     # twice, so the second call must wait for its own epoch's flags
     # the table's entry, BV = 32, and the untransposed chain role
-    for cfg in (lt.FUSED, replace(lt.FUSED, BV=32), replace(lt.FUSED, num_stages=3, trans=False)):
+    for cfg in (lt.FUSED, replace(lt.FUSED, BV=32), replace(lt.FUSED, num_stages=3, trans=False, prep_mma_v3=False)):
         fn = with_cfg(cfg)
         for seed in (11, 12):
             run_and_check(fn, cu, seed=seed, out_atol=2e-3)

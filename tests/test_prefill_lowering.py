@@ -5,7 +5,7 @@ those knobs are what keeps wgmma out, for the one-launch config of the launch ta
 the fused launch, the transposed chain (the table's chain for N = 16..24) and the segment launches must build for
 both targets too.
 Those rows build as the table runs them (the rows with a workspace: fp16 workspaces and dot operands).
-The prep of the two-launch rows and of the fused rows up to 1400 tokens is the exception: MMAv3 stays on for it
+The prep of every row that has one (two launches, segments, fused) is the exception: MMAv3 stays on for it
 (wgmma on sm_90 only, mma.sync on sm_100); so is every launch of the _wg rows (untransposed chains).
 Compiles run in a fresh process: the interpreter mode the CPU tests use must not leak into them."""
 import pytest
@@ -22,15 +22,14 @@ arch, knobs = int(sys.argv[2]), sys.argv[3]
 for key, val in {"1": low.MMA_ENV, "3": low.MMA_V3_ENV}.get(knobs, {}).items():   # as launch_env sets them
     if val is not None:
         os.environ[key] = val
-# the _wg rows (untransposed chains on wgmma): "wg" the N >= 25 row's chain, "fused-wgrow" the fused N <= 2 row,
-# "seg2-wg" the 1401-2999-token segment row's last launch
-wg = sys.argv[4] in ("wg", "fused-wgrow", "seg2-wg")
-fused = sys.argv[4] in ("fused", "fused-wg", "fused-wgrow")   # fused-wg: cfg prep_mma_v3 on the fused launch
+# the _wg rows (untransposed chains on wgmma): "wg" the N >= 25 row's chain, "fused-wgrow" the fused N <= 2 row
+wg = sys.argv[4] in ("wg", "fused-wgrow")
+fused = sys.argv[4] in ("fused", "fused-wg", "fused-wgrow")   # fused-wg: with MMAv3 on, as the rows run it
 trans = sys.argv[4] == "trans"      # the N = 16..24 row's chain launch (ALGO_CHUNK_WS_T, BV = 32)
-prep = sys.argv[4] == "prep"        # the two-launch rows' first launch (split, cfg prep_mma_v3)
-phase = {"seg1": 1, "seg2": 2, "seg2-wg": 2}.get(sys.argv[4], 0)   # the segment rows' 2nd or 3rd launch (cfg segs)
+prep = sys.argv[4] == "prep"        # the two-launch rows' first launch (cfg prep_mma_v3)
+phase = {"seg1": 1, "seg2": 2}.get(sys.argv[4], 0)   # the segment rows' 2nd or 3rd launch (cfg segs)
 cfg = (lt.FUSED_WG_3STAGE if wg else lt.FUSED) if fused else lt.TWO_LAUNCH_WIDE if trans or prep else \
-    (lt.SEG_WG if wg else lt.SEG) if phase else lt.TWO_LAUNCH_WG if wg else lt.ONE_LAUNCH
+    lt.SEG if phase else lt.TWO_LAUNCH_WG if wg else lt.ONE_LAUNCH
 assert not (fused or trans or phase or wg) or cfg.trans != wg    # transposed chains but in the _wg rows
 kern = pk._gdn_fused_kernel if fused else pk._gdn_prep_kernel if prep else pk._gdn_seg_kernel if phase else \
     pk._gdn_prefill_kernel
@@ -42,8 +41,8 @@ types = {"q_ptr": "*bf16", "k_ptr": "*bf16", "v_ptr": "*bf16", "s_ptr": "*fp32",
 C, SB = cfg.C, min(cfg.SB, cfg.C)
 chain_algo = pk.ALGO_CHUNK_WS if wg else pk.ALGO_CHUNK_WS_T
 cst = dict(NP2=2, LPT=False, CHAIN_ALGO=chain_algo,
-           ALGO=chain_algo if trans or phase or wg else pk.ALGO_CHUNK, SPLIT=cfg.prep_split,
-           MMA_V3=cfg.prep_mma_v3 or sys.argv[4] == "fused-wg",
+           ALGO=chain_algo if trans or phase or wg else pk.ALGO_CHUNK,
+           MMA_V3=cfg.prep_mma_v3,
            C=C, BV=cfg.BV, SB=SB, PHASE=phase, NSEG=cfg.segs, PREC_C=chunk.P_TF32X3,
            HAS_STATE=True, PREC_QK=chunk.P_BF16, PREC_F=chunk.P_FP16, INTERP=False,
            RANK=False)   # as _launch on a GPU: every dot but K K^T and Q K^T fp16
@@ -118,7 +117,7 @@ def test_fused_prep_role_on_mma_v3_keeps_the_chain_role_on_mma_sync(arch, tmp_pa
 
 
 @pytest.mark.parametrize("arch", [90, 100])
-@pytest.mark.parametrize("kind", ["wg", "fused-wgrow", "seg2-wg"])
+@pytest.mark.parametrize("kind", ["wg", "fused-wgrow"])
 def test_wg_rows_get_wgmma_on_hopper_only(arch, kind, tmp_path):
     # the _wg rows compile with MMAv3 on (cfg "chain_mma_v3", or "prep_mma_v3" for the fused launch):
     # their untransposed chains' dots become wgmma on sm_90; a B200 runs their "no_wgmma" configs, but these build

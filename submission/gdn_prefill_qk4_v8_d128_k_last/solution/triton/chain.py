@@ -229,7 +229,7 @@ def _chain(pid_v, pid_nh, io, hp, st, seqs, sync, K, LPT: tl.constexpr, WAIT: tl
     """One CTA's serial walk over the chunks of its (sequence, head, value slice): value slice pid_v of row pid_nh
     (sequence or rank * NHV + head). hp = (alog_ptr, dtb_ptr, scale), st = (s_ptr, ns_ptr) the given and the new
     state, seqs = (cu_ptr, perm_ptr, N), sync = (sync_ptr, want, nprep) (fused launch). WAIT (fused launch): the
-    number of flag planes to wait on (2 with the split prep role: Tm flags, then P flags nprep words further). LPT:
+    number of flag planes to wait on (2: Tm flags, then P flags nprep words further; 0 outside the fused launch). LPT:
     1 ranks the sequences here (_longest_first), 2 reads the rank table the prep launch wrote (prep._rank_sequence)."""
     ALGO: tl.constexpr = K[0]
     C: tl.constexpr = K[1]
@@ -262,7 +262,7 @@ def _chain(pid_v, pid_nh, io, hp, st, seqs, sync, K, LPT: tl.constexpr, WAIT: tl
     # the k and q copies of head h's chunks come from the prep of the first v-head of its q/k head
     # (prep._prep_slot), so an odd head waits for that head's flags too
     hw = h - h % (NHV // NHK)
-    for plane in tl.static_range(WAIT):     # Tm flags, then (split prep role) P flags nprep words further
+    for plane in tl.static_range(WAIT):     # Tm flags, then P flags nprep words further
         _wait_chunks(sync_ptr + plane * nprep, _slot(bos, bos, n, C), (eos - bos + C - 1) // C, h, want)
         if hw != h:
             _wait_chunks(sync_ptr + plane * nprep, _slot(bos, bos, n, C), (eos - bos + C - 1) // C, hw, want)

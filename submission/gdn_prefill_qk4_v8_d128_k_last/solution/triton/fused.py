@@ -13,41 +13,33 @@ def _gdn_fused_kernel(
     q_ptr, k_ptr, v_ptr, s_ptr, alog_ptr, a_ptr, dtb_ptr, b_ptr, cu_ptr, o_ptr, ns_ptr, ws_ptr,
     wp_ptr, sync_ptr, scale, N, NPREP, NVB, NP2: tl.constexpr, LPT: tl.constexpr,
     CHAIN_ALGO: tl.constexpr, C: tl.constexpr, BV: tl.constexpr, SB: tl.constexpr, HAS_STATE: tl.constexpr,
-    PREC_QK: tl.constexpr, PREC_F: tl.constexpr, INTERP: tl.constexpr, SPLIT: tl.constexpr = False,
-    MMA_V3: tl.constexpr = False,
+    PREC_QK: tl.constexpr, PREC_F: tl.constexpr, INTERP: tl.constexpr, MMA_V3: tl.constexpr = False,
 ):
     """Both roles of the two-launch variant in one launch.
 
     sync (int32, zeroed when allocated): [0] ticket counter, [1] done counter, [2] epoch E,
-    [3 + slot * HV + h] the flag of a prepared (slot, head). Each CTA draws a ticket: tickets
-    below NPREP prepare slot t // HV of head t % HV and then set its flag to E + 1; the others run
-    a chain, which first waits for the flags of its sequence's chunks. A CTA only waits for
+    [3 + t] the flag of prep ticket t. Each CTA draws a ticket: tickets below NPREP compute Tm of
+    slot t // HV, head t % HV, the next NPREP tickets P of the same (slot, head), and each then sets
+    its flag to E + 1; the others run a chain, which first waits for both flags of each of its
+    sequence's chunks. A CTA only waits for
     CTAs that drew smaller tickets, so these are resident or done: no deadlock, whatever order
     the hardware starts CTAs in. The last CTA to finish zeroes the counters and stores E + 1, so
     the next call waits for E + 2 and flags left by this call never satisfy it; no host state,
     so a captured CUDA graph replays correctly too.
-    SPLIT (cfg "prep_split"): tickets below NPREP compute Tm only, the next NPREP tickets P only, each publishing
-    its own flag (P's NPREP words after Tm's); chains wait for both. MMA_V3 (cfg "prep_mma_v3"): as in
+    MMA_V3 (cfg "prep_mma_v3"): as in
     prep._gdn_prep_kernel (with the transposed chain the chain role's dots have BV = 16 or 32 rows, too few for
     wgmma, so they stay mma.sync either way; the untransposed chain role's are wgmma too).
     """
-    PLANES: tl.constexpr = 2 if SPLIT else 1
+    PLANES: tl.constexpr = 2    # flag planes: Tm, then P
     want = tl.atomic_add(sync_ptr + 2, 0) + 1
     t = tl.atomic_add(sync_ptr, 1)
     if t < PLANES * NPREP:
         io = (q_ptr, k_ptr, a_ptr, b_ptr, ws_ptr, wp_ptr)
-        tp = t
-        if SPLIT:
-            tp = t % NPREP
-            if t < NPREP:
-                _prep_slot(tp // NHV, tp % NHV, io, (alog_ptr, dtb_ptr), cu_ptr, N, True, False, C, SB, NP2,
-                           (PREC_QK, PREC_F))
-            else:
-                _prep_slot(tp // NHV, tp % NHV, io, (alog_ptr, dtb_ptr), cu_ptr, N, False, True, C, SB, NP2,
-                           (PREC_QK, PREC_F))
+        tp = t % NPREP
+        if t < NPREP:
+            _prep_slot(tp // NHV, tp % NHV, io, (alog_ptr, dtb_ptr), cu_ptr, N, True, C, SB, NP2, (PREC_QK, PREC_F))
         else:
-            _prep_slot(tp // NHV, tp % NHV, io, (alog_ptr, dtb_ptr), cu_ptr, N, True, True, C, SB, NP2,
-                       (PREC_QK, PREC_F))
+            _prep_slot(tp // NHV, tp % NHV, io, (alog_ptr, dtb_ptr), cu_ptr, N, False, C, SB, NP2, (PREC_QK, PREC_F))
         tl.debug_barrier()      # every thread's workspace stores before the releasing flag store
         tl.atomic_xchg(sync_ptr + 3 + t, want, sem="release")
     else:

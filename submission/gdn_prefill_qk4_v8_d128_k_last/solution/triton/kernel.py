@@ -151,22 +151,21 @@ def _launch(algo, q, k, v, state, A_log, a, dt_bias, b, cu_seqlens, scale, outpu
         q_ptr=q, k_ptr=k, v_ptr=v, s_ptr=s_arg, alog_ptr=A_log, a_ptr=a, dtb_ptr=dt_bias,
         b_ptr=b, cu_ptr=cu_seqlens, o_ptr=output, ns_ptr=new_state, ws_ptr=ws, wp_ptr=wp,
         scale=scale, N=N, NP2=np2, LPT=lpt, C=C, BV=BV, SB=SB, HAS_STATE=has_state, INTERP=not on_gpu, **p)
-    split = use_ws and cfg.prep_split   # Tm and P of a (chunk, head) in separate CTAs
     launches = []   # (jit function, grid, every argument by name, launch options)
     if fused:
         nvb = D // BV
-        planes = 2 if split else 1      # flag planes: Tm (and P)
-        sync = _workspace("sync", 3 + planes * nslot * HV, torch.int32, q.device, zero=True)
-        launches.append((_gdn_fused_kernel, (planes * nslot * HV + nvb * N * HV, 1, 1), dict(
-            chain_args, sync_ptr=sync, NPREP=nslot * HV, NVB=nvb, CHAIN_ALGO=chain_algo, SPLIT=planes == 2,
+        # Tm and P of each (slot, head) by tickets of their own, each with its flag (fused.py)
+        sync = _workspace("sync", 3 + 2 * nslot * HV, torch.int32, q.device, zero=True)
+        launches.append((_gdn_fused_kernel, (2 * nslot * HV + nvb * N * HV, 1, 1), dict(
+            chain_args, sync_ptr=sync, NPREP=nslot * HV, NVB=nvb, CHAIN_ALGO=chain_algo,
             MMA_V3=cfg.prep_mma_v3), chain_opts))
     else:
         perm = _workspace("perm", 4 * N, torch.int32, q.device) if rank else cu_seqlens   # else a dummy
         if use_ws:
-            launches.append((_gdn_prep_kernel, (nslot, HV, 2 if split else 1), dict(
+            launches.append((_gdn_prep_kernel, (nslot, HV, 2), dict(
                 q_ptr=q, k_ptr=k, alog_ptr=A_log, a_ptr=a, dtb_ptr=dt_bias, b_ptr=b, cu_ptr=cu_seqlens,
                 ws_ptr=ws, wp_ptr=wp, perm_ptr=perm, N=N, C=C, SB=SB, NP2=np2, PREC_QK=p["PREC_QK"],
-                PREC_F=p["PREC_F"], SPLIT=split, MMA_V3=cfg.prep_mma_v3, RANK=rank), prep_opts))
+                PREC_F=p["PREC_F"], MMA_V3=cfg.prep_mma_v3, RANK=rank), prep_opts))
             algo = chain_algo
         if segs:
             mats = N * (segs - 1) * HV * D * D      # segment end states E and transitions X (A^T)

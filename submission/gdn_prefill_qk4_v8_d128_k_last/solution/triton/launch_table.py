@@ -41,8 +41,9 @@ LPT_MIN_N = 8
 @dataclass(frozen=True)
 class LaunchConfig:
     """One launch configuration. Without ws, one launch: each chain CTA computes Tm and P of its chunks itself.
-    With ws, the prep computes Tm and P of every (chunk, head) into fp16 workspaces (with fp16 copies of k and q
-    and the gate vectors), and every dot but K K^T and Q K^T takes fp16 operands."""
+    With ws, the prep computes Tm and P of every (chunk, head), each in a CTA (or a fused launch's ticket) of its own,
+    into fp16 workspaces (with fp16 copies of k and q and the gate vectors), and every dot but K K^T and Q K^T takes
+    fp16 operands."""
     C: int                          # tokens per chunk
     BV: int                         # value columns per chain CTA (its state slice is [128, BV])
     SB: int = 16                    # diagonal block size of the Tm inverse (C // SB blocks, merged by doubling)
@@ -50,7 +51,6 @@ class LaunchConfig:
     num_stages: int = 2
     ws: bool = False                # the prep first (its own launch, or a role of the fused one), then the chain
     fused: bool = False             # (ws) the prep and the chain as two roles of one launch
-    prep_split: bool = False        # (ws) Tm and P of a (chunk, head) by separate CTAs (or tickets)
     prep_mma_v3: bool = False       # (ws) the prep's dots on Hopper wgmma (with fused: the whole launch's)
     chain_mma_v3: bool = False      # the chain (or segment) launches' dots on Hopper wgmma
     trans: bool = False             # (ws) the chain holds its state slice transposed, [BV, 128]
@@ -74,25 +74,21 @@ def _wg(cfg, **change):
 
 
 ONE_LAUNCH = LaunchConfig(C=16, BV=16, SB=8, num_warps=4, num_stages=2)
-TWO_LAUNCH = LaunchConfig(C=64, BV=16, SB=16, num_warps=4, num_stages=3, ws=True, prep_split=True, prep_mma_v3=True)
+TWO_LAUNCH = LaunchConfig(C=64, BV=16, SB=16, num_warps=4, num_stages=3, ws=True, prep_mma_v3=True)
 TWO_LAUNCH_T = replace(TWO_LAUNCH, trans=True)
 TWO_LAUNCH_WIDE = replace(TWO_LAUNCH_T, BV=32)
 TWO_LAUNCH_LPT = replace(TWO_LAUNCH, lpt=True)         # longest first below LPT_MIN_N too
-FUSED = LaunchConfig(C=64, BV=16, SB=16, num_warps=4, num_stages=2, ws=True, fused=True, trans=True)
-# up to 1400 tokens the fused launch's prep role is split into Tm and P tickets on wgmma
-FUSED_SPLIT = replace(FUSED, prep_split=True, prep_mma_v3=True)
-FUSED_3STAGE_SPLIT = replace(FUSED_SPLIT, num_stages=3)
+FUSED = LaunchConfig(C=64, BV=16, SB=16, num_warps=4, num_stages=2, ws=True, fused=True, trans=True,
+                     prep_mma_v3=True)
+FUSED_3STAGE = replace(FUSED, num_stages=3)
 # each sequence in 3 segments walked by two launches after the prep (segments._gdn_seg_kernel); segments take
 # sequences in index order (the launcher ranks none for them)
-SEG = replace(TWO_LAUNCH_T, num_stages=2, segs=3)
-SEG_3STAGE = replace(SEG, num_stages=3)                # from 3000 tokens
+SEG = replace(TWO_LAUNCH_T, segs=3)
 # The fused launch compiles its two roles as one kernel, so prep_mma_v3 puts the chain role's dots on wgmma too
 # (untransposed: C = 64 rows, enough for wgmma; the transposed chain's BV rows are not).
-FUSED_WG_3STAGE = _wg(FUSED_3STAGE_SPLIT)
-FUSED_WG_3STAGE_32 = _wg(FUSED_3STAGE_SPLIT, BV=32)
-FUSED_WG_SPLIT = _wg(FUSED_SPLIT)
-FUSED_WG = _wg(FUSED, prep_mma_v3=True)
-SEG_WG = _wg(SEG, chain_mma_v3=True)
+FUSED_WG_3STAGE = _wg(FUSED_3STAGE)
+FUSED_WG_3STAGE_32 = _wg(FUSED_3STAGE, BV=32)
+FUSED_WG = _wg(FUSED)
 TWO_LAUNCH_WG = _wg(TWO_LAUNCH_WIDE, BV=64, num_stages=2, chain_mma_v3=True)
 TWO_LAUNCH_WG32 = _wg(TWO_LAUNCH_T, BV=32, num_stages=2, chain_mma_v3=True)     # N = 5..15
 
@@ -103,10 +99,10 @@ LAUNCH_TABLE = (
     Row(1400, 2, FUSED_WG_3STAGE),
     Row(179, None, ONE_LAUNCH),
     Row(1400, 3, FUSED_WG_3STAGE_32),
-    Row(1400, None, FUSED_WG_SPLIT),
-    Row(2999, 2, SEG_3STAGE),
+    Row(1400, None, FUSED_WG),
+    Row(2999, 2, SEG),
     Row(2999, None, TWO_LAUNCH_WIDE),
-    Row(None, 2, SEG_3STAGE),
+    Row(None, 2, SEG),
     Row(None, 4, TWO_LAUNCH_LPT),
     Row(None, 15, TWO_LAUNCH_WG32),
     Row(None, 24, TWO_LAUNCH_WIDE),

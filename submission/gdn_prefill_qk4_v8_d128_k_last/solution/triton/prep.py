@@ -27,16 +27,11 @@ def _rank_sequence(p, cu_ptr, perm_ptr, N, NP2: tl.constexpr):
 
 
 @triton.jit
-def _prep_slot(slot, h, io, hp, cu_ptr, N, DO_TM: tl.constexpr, DO_P: tl.constexpr, C: tl.constexpr,
-               SB: tl.constexpr, NP2: tl.constexpr, PREC):
-    """Tm (if DO_TM) and P (if DO_P) of workspace slot `slot`, head h, with the fp16 copies of the chunk's k (with
-    Tm) and q (with P) and its gate block (with Tm). io = (q_ptr, k_ptr, a_ptr, b_ptr, ws_ptr, wp_ptr), hp =
-    (alog_ptr, dtb_ptr), PREC = (PREC_QK, PREC_F).
-
-    P reloads k and the gates rather than reusing Tm's, so its live range does not overlap Tm's:
-    offline ptxas (sm_90, C=64, 4 warps) gives 255 registers and no spills, against 184 B of spills
-    when P reused them.
-    """
+def _prep_slot(slot, h, io, hp, cu_ptr, N, DO_TM: tl.constexpr, C: tl.constexpr, SB: tl.constexpr,
+               NP2: tl.constexpr, PREC):
+    """Tm (DO_TM) or else P of workspace slot `slot`, head h, with the fp16 copy of the chunk's k and its gate block
+    (with Tm) or of its q (with P). io = (q_ptr, k_ptr, a_ptr, b_ptr, ws_ptr, wp_ptr), hp = (alog_ptr, dtb_ptr),
+    PREC = (PREC_QK, PREC_F)."""
     q_ptr, k_ptr, a_ptr, b_ptr, ws_ptr, wp_ptr = io
     alog_ptr, dtb_ptr = hp
     hq = h // (NHV // NHK)
@@ -68,7 +63,7 @@ def _prep_slot(slot, h, io, hp, cu_ptr, N, DO_TM: tl.constexpr, DO_P: tl.constex
             tl.store(gp + r, gam)
             tl.store(gp + C + r, beta)
             tl.store(gp + 2 * C + r, dec)
-        if DO_P:
+        else:
             k = tl.load(k_ptr + qk_off, mask=valid[:, None], other=0.0)
             lg, beta = _chunk_gates(a_ptr, b_ptr, tok, valid, h, alog, dtb)
             q = tl.load(q_ptr + qk_off, mask=valid[:, None], other=0.0)
@@ -82,24 +77,20 @@ def _prep_slot(slot, h, io, hp, cu_ptr, N, DO_TM: tl.constexpr, DO_P: tl.constex
 def _gdn_prep_kernel(
     q_ptr, k_ptr, alog_ptr, a_ptr, dtb_ptr, b_ptr, cu_ptr, ws_ptr, wp_ptr, perm_ptr, N,
     C: tl.constexpr, SB: tl.constexpr, NP2: tl.constexpr, PREC_QK: tl.constexpr, PREC_F: tl.constexpr,
-    SPLIT: tl.constexpr, MMA_V3: tl.constexpr = False, RANK: tl.constexpr = False,
+    MMA_V3: tl.constexpr = False, RANK: tl.constexpr = False,
 ):
-    """The prep launch: Tm and P of every (chunk, head), grid (slots, HV, 1); with SPLIT (cfg "prep_split") grid
-    (slots, HV, 2): Tm and P in separate CTAs, each path with fewer live registers. MMA_V3 (cfg "prep_mma_v3") is
-    not read: it only keys Triton's in-process kernel cache, which ignores the env knobs that pick the lowering
-    (lowering.launch_env). RANK (two launches, longest first): the CTAs (p < N, 0, 0) also write sequence p's row of
-    the longest-first table (_rank_sequence) that the chain launch reads."""
+    """The prep launch: Tm and P of every (chunk, head), grid (slots, HV, 2): Tm and P in separate CTAs, each path
+    with fewer live registers than one CTA computing both. MMA_V3 (cfg "prep_mma_v3") is not read: it only keys
+    Triton's in-process kernel cache, which ignores the env knobs that pick the lowering (lowering.launch_env).
+    RANK (two launches, longest first): the CTAs (p < N, 0, 0) also write sequence p's row of the longest-first table
+    (_rank_sequence) that the chain launch reads."""
     io = (q_ptr, k_ptr, a_ptr, b_ptr, ws_ptr, wp_ptr)
     if RANK:
         if (tl.program_id(0) < N) & (tl.program_id(1) == 0) & (tl.program_id(2) == 0):
             _rank_sequence(tl.program_id(0), cu_ptr, perm_ptr, N, NP2)
-    if SPLIT:
-        if tl.program_id(2) == 0:
-            _prep_slot(tl.program_id(0), tl.program_id(1), io, (alog_ptr, dtb_ptr), cu_ptr, N, True, False, C, SB,
-                       NP2, (PREC_QK, PREC_F))
-        else:
-            _prep_slot(tl.program_id(0), tl.program_id(1), io, (alog_ptr, dtb_ptr), cu_ptr, N, False, True, C, SB,
-                       NP2, (PREC_QK, PREC_F))
+    if tl.program_id(2) == 0:
+        _prep_slot(tl.program_id(0), tl.program_id(1), io, (alog_ptr, dtb_ptr), cu_ptr, N, True, C, SB, NP2,
+                   (PREC_QK, PREC_F))
     else:
-        _prep_slot(tl.program_id(0), tl.program_id(1), io, (alog_ptr, dtb_ptr), cu_ptr, N, True, True, C, SB, NP2,
+        _prep_slot(tl.program_id(0), tl.program_id(1), io, (alog_ptr, dtb_ptr), cu_ptr, N, False, C, SB, NP2,
                    (PREC_QK, PREC_F))
