@@ -536,7 +536,8 @@ def test_gpu_fused_variant(cu):
     # the fused variant's roles really run concurrently here (the interpreter runs CTAs one by one);
     # twice, so the second call must wait for its own epoch's flags
     # the table's entry, BV = 32, and the untransposed chain role
-    for cfg in (lt.FUSED, replace(lt.FUSED, BV=32), replace(lt.FUSED, num_stages=3, trans=False, prep_mma_v3=False)):
+    untransposed = replace(lt.FUSED, num_stages=3, trans=False, prep_mma_v3=False)
+    for cfg in (lt.FUSED, replace(lt.FUSED, BV=32), untransposed):
         fn = with_cfg(cfg)
         for seed in (11, 12):
             run_and_check(fn, cu, seed=seed, out_atol=2e-3)

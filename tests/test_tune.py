@@ -104,6 +104,18 @@ def test_a_broken_tuned_table_is_named_in_the_error(tmp_path):
         harness.tune.write_tuned(folder, "NVIDIA H200", {})
 
 
+def test_a_prefill_table_naming_a_field_the_kernel_has_not_is_refused_with_its_name(tmp_path):
+    # e.g. prep_split, a field of tables written before every prep split Tm and P: refused, not silently dropped
+    folder, lt = _copy(tmp_path, "q", PREFILL)
+    row = [90, 1, {**asdict(lt.ONE_LAUNCH), "prep_split": False}]
+    (folder / "tuned_tables.json").write_text(json.dumps({"NVIDIA H200": [row]}))
+    with pytest.raises(ValueError, match=r"unknown launch config fields \['prep_split'\]"):
+        lt.table_for("NVIDIA H200")
+    row[2].pop("prep_split")
+    (folder / "tuned_tables.json").write_text(json.dumps({"NVIDIA H200": [row]}))
+    assert lt.table_for("NVIDIA H200") == (lt.Row(90, 1, lt.ONE_LAUNCH),)
+
+
 def test_each_prefill_row_takes_the_fastest_config_correct_on_all_its_workloads(tmp_path, monkeypatch):
     folder, _ = _copy(tmp_path, "p", PREFILL)
     # the modules tune imports (one package: the kernel's launch_table is this one, its configs compare equal)

@@ -21,14 +21,13 @@ def _gdn_fused_kernel(
     [3 + t] the flag of prep ticket t. Each CTA draws a ticket: tickets below NPREP compute Tm of
     slot t // HV, head t % HV, the next NPREP tickets P of the same (slot, head), and each then sets
     its flag to E + 1; the others run a chain, which first waits for both flags of each of its
-    sequence's chunks. A CTA only waits for
-    CTAs that drew smaller tickets, so these are resident or done: no deadlock, whatever order
-    the hardware starts CTAs in. The last CTA to finish zeroes the counters and stores E + 1, so
-    the next call waits for E + 2 and flags left by this call never satisfy it; no host state,
-    so a captured CUDA graph replays correctly too.
-    MMA_V3 (cfg "prep_mma_v3"): as in
-    prep._gdn_prep_kernel (with the transposed chain the chain role's dots have BV = 16 or 32 rows, too few for
-    wgmma, so they stay mma.sync either way; the untransposed chain role's are wgmma too).
+    sequence's chunks. A CTA only waits for CTAs that drew smaller tickets, so these are resident or
+    done: no deadlock, whatever order the hardware starts CTAs in. The last CTA to finish zeroes the
+    counters and stores E + 1, so the next call waits for E + 2 and flags left by this call never
+    satisfy it; no host state, so a captured CUDA graph replays correctly too.
+    MMA_V3 (cfg "prep_mma_v3"): as in prep._gdn_prep_kernel (with the transposed chain the chain role's dots have
+    BV = 16 or 32 rows, too few for wgmma, so they stay mma.sync either way; the untransposed chain role's are
+    wgmma too).
     """
     PLANES: tl.constexpr = 2    # flag planes: Tm, then P
     want = tl.atomic_add(sync_ptr + 2, 0) + 1
