@@ -121,6 +121,10 @@ def add_run_options(p):
                    help="fail (INCORRECT_NUMERICAL) a solution that is wrong on fresh inputs after timing")
     p.add_argument("--exit-zero", action="store_true",
                    help="exit 0 even when pairs are not PASSED (default: exit 1; for scripts)")
+    p.add_argument("--state-copy", action="store_true",
+                   help="also time a device copy of each workload's state into new_state, as the solutions are timed: "
+                        "the bytes a kernel that writes a new state moves at least; reports give each solution's "
+                        "latency over it per batch size / T bucket")
     p.add_argument("--ray", nargs="?", const=LOCAL, default=None, metavar="ADDRESS",
                    help="run the pairs on Ray actors, one per GPU (pip install '.[ray]'): alone, a new local instance "
                         "(every GPU of this host); 'auto', the cluster `ray start` made on this host; host:port, a "
@@ -279,6 +283,7 @@ def run_options(args, device, definition, out):
     from harness.eval.correctness import Tolerance
     from harness.eval.child import TimingConfig, official_timing
     from harness.eval.reference_latency import reference_quick
+    from harness.eval.state_copy import require_state
 
     cpu = not device.startswith("cuda")
     official = official_timing(definition.name)
@@ -287,6 +292,8 @@ def run_options(args, device, definition, out):
     timing = TimingConfig(pick(args.warmup, official.warmup, 0), pick(args.iterations, official.iters, 1),
                           pick(args.trials, official.trials, 1))
     quick = args.reference_timing == "quick" and not cpu
+    if args.state_copy:
+        require_state(definition)
     return EvalOptions(
         device=device, out_dir=Path(out), timeout=args.timeout,
         tolerance=Tolerance(args.atol, args.rtol, args.required_matched_ratio), timing=timing,
@@ -296,7 +303,8 @@ def run_options(args, device, definition, out):
         prestart=args.prestart, reference_cache=Path(out) / "reference_latency.json",
         reference_budget_s=args.reference_budget,
         payload_cache=CACHE_ROOT / "payloads" if args.reference_output_cache else None,
-        prepare_jobs=args.prepare_jobs or (1 if cpu else default_prepare_jobs()), ray=ray_options(args))
+        prepare_jobs=args.prepare_jobs or (1 if cpu else default_prepare_jobs()), ray=ray_options(args),
+        state_copy=args.state_copy)
 
 
 def _planned(args):

@@ -517,7 +517,7 @@ def given_up(out, definition_name):
     ep = extras_path(out, definition_name)
     last = {}   # (solution, workload) -> its last extras line (a resumed run says a NOT_RUN again: counted once)
     for _, e in read_jsonl(ep, allow_partial_tail=True) if ep.exists() else []:
-        if e.get("record") != "reference":
+        if "record" not in e:   # a pair's line, not a reference's or a state copy's
             last[(e["solution"], e["workload"])] = e
     found = {}
     for e in last.values():

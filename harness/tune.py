@@ -33,6 +33,7 @@ from harness.eval.correctness import Tolerance, check_output
 from harness.eval.inputs import allocate_outputs, load_blobs, materialize
 from harness.eval.options import default_prepare_jobs
 from harness.eval.reference import load_reference, run_reference
+from harness.eval.state_copy import copy_latency_ms
 from harness.eval.timing import measure
 
 DECODE = "gdn_decode_qk4_v8_d128_k_last"
@@ -70,18 +71,10 @@ def _inputs(dataset, definition, workload, device):
     return materialize(definition, workload, load_blobs(dataset, definition, workload), device, 0, 0)
 
 
-def _copy_state(state, new_state):
-    new_state.copy_(state)
-
-
 def copy_floor(definition, dataset, workload, timing, device):
     """Official latency (ms) of a device copy of the workload's state into new_state: the bytes the decode kernel
     must move (the rest is a few KiB), timed as the candidates are, cold L2 included."""
-    inputs = _inputs(dataset, definition, workload, device)
-    outs = allocate_outputs(definition, workload, device)
-    state = inputs[list(definition.inputs).index("state")]
-    new_state = outs[list(definition.outputs).index("new_state")]
-    return _official_ms(_copy_state, [state, new_state], timing, device)
+    return copy_latency_ms(definition, workload, _inputs(dataset, definition, workload, device), timing, device)
 
 
 def timed_configs(launch, definition, dataset, workload, timing, device, configs):

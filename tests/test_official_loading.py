@@ -5,7 +5,6 @@ What FIB's pydantic models refuse (a dtype outside its DType enum, a negative ax
 A workload whose baseline cannot be built (a blob that cannot give its inputs, a reference whose result does not fit
 the outputs) is skipped with a printed line and no trace, while the other workloads run, as FIB's run_all does."""
 import json
-from pathlib import Path
 
 import pytest
 import torch
@@ -237,7 +236,7 @@ def test_a_dataset_holding_a_negative_axis_does_not_load(tmp_path):
     last = json.loads(lines[-1])
     last["workload"]["axes"]["n"] = -8
     p.write_text("\n".join(lines[:-1] + [json.dumps(last)]) + "\n")
-    with pytest.raises(DataError, match=f"toy_axpy.jsonl:3: workload w-standin: axis 'axes.n' is negative"):
+    with pytest.raises(DataError, match="toy_axpy.jsonl:3: workload w-standin: axis 'axes.n' is negative"):
         load_workloads(p)
 
 

@@ -187,8 +187,12 @@ def test_a_pick_is_kept_when_confirmed_and_the_shipped_config_when_not(capsys):
 def test_the_copy_floor_times_a_copy_of_the_workloads_state(monkeypatch):
     """Beside the candidates, tune times new_state.copy_(state) on the workload's own tensors: the bytes the decode
     kernel must move; its table gives the tuned row's ratio to it."""
+    import harness.eval.state_copy
+    from harness.eval.timing import TimingResult
+
     seen = []
-    monkeypatch.setattr(harness.tune, "_official_ms", lambda fn, args, timing, device: seen.append((fn, args)) or 0.5)
+    monkeypatch.setattr(harness.eval.state_copy, "measure", lambda fn, args, timing, device, timer, event_time:
+                        seen.append((fn, args)) or TimingResult(0.5, "stub"))
     ds = Dataset()
     definition = ds.definition(DECODE)
     w = next(w for w in ds.workloads(definition) if w.axes["batch_size"] == 4)

@@ -23,6 +23,7 @@ from harness.eval.reference_latency import (ReferenceLatencyCache, reference_con
                                              seed_reference_cache, time_late_reference, time_reference,
                                              unprofiled_workloads, within_budget)
 from harness.eval.runners import open_runner
+from harness.eval import state_copy
 from harness.eval.traces import done_pairs, retire_traces, stale_path
 
 
@@ -135,12 +136,17 @@ def _loop(dataset, definition, workloads, solutions, opts, done, cache, runner, 
     ref_timing_label, bar = recorder.label, recorder.bar
     timing = opts.timing or official_timing(definition.name)
     in_order = official_order(solutions)
+    # --state-copy: the workloads still to time it on (a resumed run keeps what the extras hold)
+    copy_todo = set() if not opts.state_copy else \
+        {w.uuid for w in workloads} - (state_copy.recorded(out_dir, definition, opts) if opts.resume else set())
     for workload in workloads:
         todo = [s for s in in_order if (s.name, workload.uuid) not in done]
         for s in solutions:
             if s not in todo:
                 recorder.skipped(workload, s)
         if not todo:
+            if workload.uuid in copy_todo:
+                state_copy.time_and_record(dataset, definition, workload, opts)
             if workload.uuid in late and within_budget(opts, ref_spent):
                 try:
                     ref_spent += time_late_reference(dataset, definition, workload, opts, cache, ref_timing_label,
@@ -169,6 +175,8 @@ def _loop(dataset, definition, workloads, solutions, opts, done, cache, runner, 
             if ref_ms is not None and workload.uuid in late:  # earlier pairs of this workload lack it
                 append_jsonl(extras_path(out_dir, definition.name), reference_record(
                     workload, ref_ms, opts, provenance, ref_timing_label, reference_s))
+        if workload.uuid in copy_todo:
+            state_copy.time_and_record(dataset, definition, workload, opts, (provenance, trial_inputs[0]))
         prep = Prepared(workload, provenance, ref_ms, time.monotonic() - prep_start, reference_s,
                         prepared.get(workload.uuid))
         for sol in todo:

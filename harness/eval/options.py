@@ -86,6 +86,10 @@ def differences(opts):
                      "children; the official harness runs one pair at a time on one GPU. This process makes the inputs "
                      "and reference outputs" + (" and times the reference, beside the actors' timed calls"
                                                 if opts.profile_baseline else ""))
+    if opts.state_copy:
+        notes.append("--state-copy: a device copy of each workload's state into new_state is timed in this process "
+                     "with the solutions' settings" + (", beside the actors' timed calls" if opts.ray else "") +
+                     "; the official evaluator times no such thing (the figure goes to the harness extras only)")
     if opts.reference_timing:
         notes.append("the prefill reference is timed with 1 trial of 1 iteration and no warmup (its Python loop is "
                      "slow); --reference-timing official times it as the solutions")
@@ -126,6 +130,7 @@ class EvalOptions:
     prepare_jobs: int = 1                       # processes preparing payloads before the loop (1: in the loop)
     ray: RayOptions | None = None               # run the pairs on Ray actors (None: this host's children)
     give_up: GiveUpRule | None = None           # when to stop running a too-slow solution (None: never)
+    state_copy: bool = False                    # also time new_state.copy_(state) per workload (state_copy.py)
 
 
 def default_prepare_jobs():

@@ -86,6 +86,8 @@ def solution_runs(df):
 
 
 def write_comparison(out_dir, definition, base, sources=None):
+    from harness.report.state_copy import copy_section, load_copies   # it imports bucket_of from here
+
     out = Path(out_dir) / "compare"
     out.mkdir(parents=True, exist_ok=True)
     df = load_rows(sources or [out_dir], [definition])
@@ -106,8 +108,9 @@ def write_comparison(out_dir, definition, base, sources=None):
         where = (f"The solutions come from {runs.run.nunique()} runs (same inputs, timer and GPU model; solutions "
                  "with the same run number ran interleaved per workload), so ratios across runs also carry "
                  "run-to-run variation.\n\n" + _md_table(runs))
+    copies = copy_section(df, load_copies(sources or [out_dir], definition), list(summary.solution))
     md += ["", "Ratios are latency / base latency (> 1 means slower than the base). " + where, "", "## Summary", "",
-           _md_table(summary), "", "## By bucket", "", _md_table(buckets), "", f"![{stem}]({stem}.png)", "",
+           _md_table(summary), "", "## By bucket", "", _md_table(buckets), "", f"![{stem}]({stem}.png)", "", *copies,
            "## Per workload", "", _md_table(wide.assign(uuid=wide.uuid.str[:8]), ".4g"), ""]
     (out / f"{stem}.md").write_text("\n".join(md) + "\n")
     _plot(wide, buckets, base, out / f"{stem}.png", stem, line)

@@ -10,6 +10,7 @@ import pandas as pd
 
 from harness.report.compare import bucket_of, bucket_order
 from harness.eval.console import failure_reason
+from harness.report.state_copy import copy_section, load_copies
 from harness.report.summary import _lib_values, _md_table, _timers, load_rows, provenance_line, summarize
 from harness.eval.timing import CPU_LABEL
 
@@ -26,7 +27,7 @@ def write_leaderboard(out_dir, definitions, ours, sources=None, facts=None):
     df = load_rows(sources, definitions)
     if df.empty:
         raise ValueError(f"no traces under {[str(s) for s in sources]}")
-    tables = {}
+    tables, by_name = {}, {d.name: d for d in definitions}
     for definition, g in df.groupby("definition", sort=False):
         mine = (ours or {}).get(definition)
         if mine is not None and mine not in set(g.solution):
@@ -36,7 +37,8 @@ def write_leaderboard(out_dir, definitions, ours, sources=None, facts=None):
         line = provenance_line(g)
         table.assign(provenance=line).to_csv(out / f"{definition}.csv", index=False)
         _plot(table, out / f"{definition}.png", definition, line)
-        (out / f"{definition}.md").write_text(_markdown(definition, g, table, line, facts or {}))
+        copies = copy_section(g, load_copies(sources, by_name[definition]), table.solution)
+        (out / f"{definition}.md").write_text(_markdown(definition, g, table, line, facts or {}, copies))
         tables[definition] = table
     return tables
 
@@ -161,7 +163,7 @@ def _display(table):
     return t.drop(columns=["ours", "workloads", "of_workloads"])
 
 
-def _markdown(definition, g, table, line, facts):
+def _markdown(definition, g, table, line, facts, copies):
     # every section lists the entries in leaderboard order
     rank = dict(zip(table.solution, table["rank"]))
     g = g.sort_values("solution", key=lambda s: s.map(rank), kind="stable")
@@ -173,7 +175,7 @@ def _markdown(definition, g, table, line, facts):
           "`mean_latency_us` and the bucket columns average the PASSED workloads only. `win_rate_vs_ours`: the "
           "fraction of all workloads where both passed and the entry was faster than ours. Latencies in "
           "microseconds.", "", _md_table(_display(table), ".3f"), "", f"![{definition}]({definition}.png)", "",
-          "## Failures", "", "The reason is the evaluator's message or the end of the last traceback in the trace "
+          *copies, "## Failures", "", "The reason is the evaluator's message or the end of the last traceback in the trace "
           "log; reasons that differ only in numbers are grouped.", "", *failure_sections(g),
           "## Harness warnings", "", "Beyond the official checks (docs/differences.md); they do not change a "
           "status. Warnings that differ only in numbers are counted together.", "",

@@ -27,7 +27,7 @@ def load_rows(out_dirs, definitions):
                 for _, e in read_jsonl(ep, allow_partial_tail=True):
                     if e.get("record") == "reference":  # a reference latency timed after the pairs' own pass
                         later.append(e)
-                    else:
+                    elif "record" not in e:   # a pair's line (a state copy's is read by report/state_copy.py)
                         extras[(e["solution"], e["workload"])] = e
             traces = [(tp, tr) for tp in sorted((out_dir / "traces").glob(
                 f"*/{definition.op_type}/{definition.name}.jsonl")) for tr in read_traces(tp) if tr.evaluation]
