@@ -67,3 +67,21 @@ def test_events_timer_is_labelled():
     x = torch.randn(1 << 16, device="cuda")
     r = measure(lambda a: a.mul_(1.0), [x], CFG, timer="events")
     assert "NOT the official" in r.timer
+
+
+def test_the_state_copy_moves_its_bytes_at_a_memory_bound_rate():
+    """--state-copy on the largest decode workload (B = 64: 32 MiB read, 32 MiB written): the official timer sees the
+    copy (a device-to-device memcpy, not a kernel) and its rate lies between 0.5 and 10 TB/s (an H200 peaks near
+    4.8, a B200 near 8)."""
+    _cupti_or_skip()
+    from harness.data.dataset import Dataset
+    from harness.eval.inputs import load_blobs, materialize
+    from harness.eval.state_copy import copy_latency_ms
+
+    ds = Dataset()
+    decode = ds.definition("gdn_decode_qk4_v8_d128_k_last")
+    w = next(w for w in ds.workloads(decode) if w.axes["batch_size"] == 64)
+    inputs = materialize(decode, w, load_blobs(ds, decode, w), "cuda", 0, 0)
+    ms = copy_latency_ms(decode, w, inputs, TimingConfig(warmup=10, iters=50, trials=3), "cuda")
+    moved = 2 * 64 * 8 * 128 * 128 * 4
+    assert moved / 10e12 < ms * 1e-3 < moved / 0.5e12
