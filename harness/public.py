@@ -488,9 +488,12 @@ def cmd_report(args):
         raise DataError(out, "holds no traces of these definitions", "name the folder a public run wrote")
     ours, not_run = {}, {}
     for d in definitions:
-        ours[d.name] = resolve("ours", d, dataset)[0].name
         capability = traced_capability(found[d.name][0])
         traced = {json.loads(line)["solution"] for f in found[d.name] for line in f.read_text().splitlines() if line}
+        mine = resolve("ours", d, dataset)[0].name
+        ours[d.name] = mine if mine in traced else None
+        if mine not in traced:   # e.g. a run stopped before ours ran on its first workload
+            print(f"{d.name}: our solution {mine} has no trace in {out}: the leaderboard has no win rates against it")
         not_run[d.name] = [(e, why_not_traced(e, capability)) for e in entries
                            if e.definition == d.name and e.name not in traced]
     write_board(out, definitions, ours, entries, not_run)

@@ -90,7 +90,8 @@ def test_public_run_takes_extra_solutions_and_refuses_a_name_twice(monkeypatch, 
     assert "two solutions named fla-gdn-decode" in capsys.readouterr().err
 
 
-def test_public_report_rewrites_the_leaderboard_of_a_folder_for_the_gpu_it_was_taken_on(monkeypatch, tmp_path):
+def test_public_report_rewrites_the_leaderboard_of_a_folder_for_the_gpu_it_was_taken_on(monkeypatch, tmp_path,
+                                                                                          capsys):
     definition = "gdn_decode_qk4_v8_d128_k_last"
     entries = [e for e in load_entries() if e.definition == definition]
     traced, unrunnable = entries[0], next(e for e in entries if not harness.public.runnable(e, (9, 0))[0])
@@ -109,9 +110,16 @@ def test_public_report_rewrites_the_leaderboard_of_a_folder_for_the_gpu_it_was_t
 
     monkeypatch.setattr(harness.report.leaderboard, "write_leaderboard", leaderboard)
     assert main(["public", "report", "--out", str(tmp_path)]) == 0
-    assert seen == {"definitions": [definition], "ours": {definition: "gdn-harness-decode"}}
+    # ours has no trace there (a run stopped early): no win rates against it, said
+    assert seen == {"definitions": [definition], "ours": {definition: None}}
+    assert "our solution gdn-harness-decode has no trace" in capsys.readouterr().out
     md = (tmp_path / "leaderboard" / f"{definition}.md").read_text()
     assert f"- {traced.name} (" not in md                        # it has a trace: not listed as not run
     assert f"- {unrunnable.name} ({unrunnable.repo}@{unrunnable.commit[:12]}): does not run on sm_90" in md
     assert f"- {entries[1].name} ({entries[1].repo}@{entries[1].commit[:12]}): no trace in this folder" in md
+    ours_trace = dict(trace, solution="gdn-harness-decode")
+    with open(tmp_path / "traces" / "a" / "gdn" / f"{definition}.jsonl", "a") as f:
+        f.write(json.dumps(ours_trace) + "\n")
+    assert main(["public", "report", "--out", str(tmp_path)]) == 0
+    assert seen["ours"] == {definition: "gdn-harness-decode"}
     assert main(["public", "report", "--out", str(tmp_path / "empty")]) == 2
