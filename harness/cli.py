@@ -296,7 +296,7 @@ def run_options(args, device, definition, out):
         require_state(definition)
     return EvalOptions(
         device=device, out_dir=Path(out), timeout=args.timeout,
-        tolerance=Tolerance(args.atol, args.rtol, args.required_matched_ratio), timing=timing,
+        tolerance=Tolerance(args.atol, args.rtol, args.required_matched_ratio), timing=timing, official=official,
         reference_timing=reference_quick(definition.name) if quick else None,
         profile_baseline=not (args.no_profile_baseline or cpu), resume=args.resume, seed=args.seed,
         isolation=args.isolation, timer=args.timer, show_progress=not args.quiet, strict=args.strict,
@@ -453,6 +453,11 @@ def _run_fidelity(args):
     device = device_of(args)
     if not device.startswith("cuda"):
         raise DataError("--device", "FlashInfer-Bench's runners need a GPU")
+    import torch
+    if torch.cuda.device_count() > 1:
+        raise DataError("fidelity", f"{torch.cuda.device_count()} GPUs are visible: FlashInfer-Bench would time the "
+                        "reference on each and spread every workload's solutions over them, while the harness uses "
+                        "one", "make one visible, e.g. CUDA_VISIBLE_DEVICES=0")
     fib = Fib(args.fib_src, FibPlan(args.runner, args.profile_reference))
     dataset = dataset_of(args)
     plans = _plans(dataset, args)

@@ -77,3 +77,33 @@ def test_the_timer_and_reference_differences_are_printed_where_they_apply():
     assert not any(n.startswith("reference latencies are cached") for n in events)
     cpu = differences(EvalOptions(device="cpu", isolation="process"))
     assert not any("CUPTI" in n or n.startswith("reference latencies are cached") for n in cpu)
+
+
+def test_settings_other_than_the_official_ones_are_printed_on_a_gpu():
+    from harness.eval.options import differences
+    official = TimingConfig(10, 50, 3)
+    same = differences(EvalOptions(device="cuda", timing=TimingConfig(10, 50, 3), official=official))
+    other = differences(EvalOptions(device="cuda", timing=TimingConfig(1, 5, 3), official=official))
+    assert not any("--warmup/--iterations/--trials" in n for n in same)
+    assert ("solutions are timed with 1 warmup, 5 timed call(s) per trial and 3 trial(s) (--warmup/--iterations/"
+            "--trials; officially 10/50/3 for this definition)") in other
+
+
+def test_several_visible_gpus_are_a_printed_difference_and_fidelity_refuses_them(monkeypatch, tmp_path, capsys):
+    import torch
+
+    from harness.cli import main
+    from harness.dist.cluster import RayOptions
+    from harness.eval.options import differences
+    monkeypatch.setattr(torch.cuda, "device_count", lambda: 2)
+    several = differences(EvalOptions(device="cuda"))
+    assert any(n.startswith("2 GPUs are visible and this run uses one; FlashInfer-Bench would time the reference on "
+                            "each") for n in several)
+    assert not any("GPUs are visible" in n for n in differences(EvalOptions(device="cuda", ray=RayOptions("local"))))
+    assert not any("GPUs are visible" in n for n in differences(EvalOptions(device="cpu")))
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    monkeypatch.setattr(harness.eval.timing_cuda, "resolve_timer", lambda timer: "cupti")
+    assert main(["fidelity", "--solution", "ours", "--out", str(tmp_path / "f")]) == 2
+    assert "2 GPUs are visible" in capsys.readouterr().err and not (tmp_path / "f").exists()
+    monkeypatch.setattr(torch.cuda, "device_count", lambda: 1)
+    assert not any("GPUs are visible" in n for n in differences(EvalOptions(device="cuda")))

@@ -4,6 +4,8 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
+import torch
+
 from harness.dist.cluster import RayOptions
 from harness.eval.child import TimingConfig
 from harness.eval.correctness import Tolerance
@@ -54,6 +56,15 @@ def print_differences(*runs):
 def differences(opts):
     timing = opts.timing
     notes = list(DEVIATIONS)
+    if opts.device.startswith("cuda") and opts.official and timing and timing != opts.official:
+        notes.append(f"solutions are timed with {timing.warmup} warmup, {timing.iters} timed call(s) per trial and "
+                     f"{timing.trials} trial(s) (--warmup/--iterations/--trials; officially {opts.official.warmup}/"
+                     f"{opts.official.iters}/{opts.official.trials} for this definition)")
+    if opts.device.startswith("cuda") and not opts.ray and torch.cuda.device_count() > 1:
+        notes.append(f"{torch.cuda.device_count()} GPUs are visible and this run uses one; FlashInfer-Bench would "
+                     "time the reference on each and spread every workload's solutions over them round-robin, each "
+                     "solution's speedup taken against its own GPU's reference (CUDA_VISIBLE_DEVICES=0 runs both "
+                     "alike; --ray runs one actor per GPU)")
     if opts.device.startswith("cuda"):
         notes.append("after each timed trial of a solution, as many calls again run back to back on the same tensors, "
                      "timed with CUDA events (the host-inclusive time reported beside the official one); they are "
@@ -83,7 +94,8 @@ def differences(opts):
         notes += opts.give_up.differences()
     if opts.ray:
         notes.append("--ray: pairs run side by side, one at a time per Ray actor (one per GPU), each actor in its own "
-                     "children; the official harness runs one pair at a time on one GPU. This process makes the inputs "
+                     "children; FlashInfer-Bench runs one pair at a time per GPU of one host, spreading each workload's "
+                     "solutions over them round-robin and timing the reference on each. This process makes the inputs "
                      "and reference outputs" + (" and times the reference, beside the actors' timed calls"
                                                 if opts.profile_baseline else ""))
     if opts.state_copy:
@@ -113,6 +125,7 @@ class EvalOptions:
     timeout: float = OFFICIAL_TIMEOUT_S
     tolerance: Tolerance = Tolerance()
     timing: TimingConfig | None = None          # None: the official settings per definition
+    official: TimingConfig | None = None        # the definition's official settings (for the printed difference)
     reference_timing: TimingConfig | None = None
     profile_baseline: bool = True
     resume: bool = False
