@@ -94,10 +94,10 @@ def differences(opts):
         notes += opts.give_up.differences()
     if opts.ray:
         notes.append("--ray: pairs run side by side, one at a time per Ray actor (one per GPU), each actor in its own "
-                     "children; FlashInfer-Bench runs one pair at a time per GPU of one host, spreading each workload's "
-                     "solutions over them round-robin and timing the reference on each. This process makes the inputs "
-                     "and reference outputs" + (" and times the reference, beside the actors' timed calls"
-                                                if opts.profile_baseline else ""))
+                     "children; FlashInfer-Bench runs one pair at a time per GPU of one host, spreading each "
+                     "workload's solutions over them round-robin and timing the reference on each. This process makes "
+                     "the inputs and reference outputs" + (" and times the reference, beside the actors' timed calls"
+                                                           if opts.profile_baseline else ""))
     if opts.state_copy:
         notes.append("--state-copy: a device copy of each workload's state into new_state is timed in this process "
                      "with the solutions' settings" + (", beside the actors' timed calls" if opts.ray else "") +

@@ -175,8 +175,8 @@ def _markdown(definition, g, table, line, facts, copies):
           "`mean_latency_us` and the bucket columns average the PASSED workloads only. `win_rate_vs_ours`: the "
           "fraction of all workloads where both passed and the entry was faster than ours. Latencies in "
           "microseconds.", "", _md_table(_display(table), ".3f"), "", f"![{definition}]({definition}.png)", "",
-          *copies, "## Failures", "", "The reason is the evaluator's message or the end of the last traceback in the trace "
-          "log; reasons that differ only in numbers are grouped.", "", *failure_sections(g),
+          *copies, "## Failures", "", "The reason is the evaluator's message or the end of the last traceback in "
+          "the trace log; reasons that differ only in numbers are grouped.", "", *failure_sections(g),
           "## Harness warnings", "", "Beyond the official checks (docs/differences.md); they do not change a "
           "status. Warnings that differ only in numbers are counted together.", "",
           _md_table(warnings) if len(warnings) else "No entry raised a warning.", "",

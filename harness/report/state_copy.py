@@ -1,5 +1,6 @@
-"""Solutions against the device copy of the state that `--state-copy` timed in the same run (harness/eval/state_copy.py):
-per batch size / T bucket, each solution's mean latency over the copy's mean on the same workloads."""
+"""Solutions against the device copy of the state that `--state-copy` timed in the same run
+(harness/eval/state_copy.py): per batch size / T bucket, each solution's mean latency over the copy's mean on the same
+workloads."""
 from pathlib import Path
 
 import pandas as pd
