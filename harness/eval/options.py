@@ -59,7 +59,7 @@ def differences(opts):
     if opts.device.startswith("cuda") and opts.official and timing and timing != opts.official:
         notes.append(f"solutions are timed with {timing.warmup} warmup, {timing.iters} timed call(s) per trial and "
                      f"{timing.trials} trial(s) (--warmup/--iterations/--trials; officially {opts.official.warmup}/"
-                     f"{opts.official.iters}/{opts.official.trials} for this definition)")
+                     f"{opts.official.iters}/{opts.official.trials})")
     if opts.device.startswith("cuda") and not opts.ray and torch.cuda.device_count() > 1:
         notes.append(f"{torch.cuda.device_count()} GPUs are visible and this run uses one; FlashInfer-Bench would "
                      "time the reference on each and spread every workload's solutions over them round-robin, each "
