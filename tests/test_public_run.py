@@ -72,9 +72,10 @@ def test_public_run_takes_extra_solutions_and_refuses_a_name_twice(monkeypatch, 
     monkeypatch.setattr(harness.eval.timing_cuda, "resolve_timer", lambda timer: "cupti")
     monkeypatch.setattr(harness.public, "device_capability_here", lambda: (9, 0))
     monkeypatch.setattr(harness.public, "public_solutions", lambda *a: ([], []))
-    calls = []
+    calls, opts_seen = [], []
     monkeypatch.setattr(harness.eval.console, "run_definition",
-                        lambda ds, d, w, sols, opts, stats=None, table=True: calls.append([s.name for s in sols]) or [])
+                        lambda ds, d, w, sols, opts, stats=None, table=True: calls.append([s.name for s in sols])
+                        or opts_seen.append(opts.state_copy) or [])
     monkeypatch.setattr(harness.report.leaderboard, "write_leaderboard",
                         lambda out, definitions, ours, facts=None: {})
     d = Dataset().definition("gdn_decode_qk4_v8_d128_k_last")
@@ -82,8 +83,9 @@ def test_public_run_takes_extra_solutions_and_refuses_a_name_twice(monkeypatch, 
     mine["name"] = "my-candidate"
     (tmp_path / "mine.json").write_text(json.dumps(mine))
     argv = ["public", "run", "--out", str(tmp_path / "o"), "--definition", d.name, "--workloads", "0"]
-    assert main([*argv, "--solution", str(tmp_path / "mine.json")]) == 0
+    assert main([*argv, "--solution", str(tmp_path / "mine.json"), "--state-copy"]) == 0
     assert calls == [["gdn-harness-decode", "flashinfer-gdn-decode", "fla-gdn-decode", "my-candidate"]]
+    assert opts_seen == [True]   # --state-copy reaches the run's options
     mine["name"] = "fla-gdn-decode"
     (tmp_path / "mine.json").write_text(json.dumps(mine))
     assert main([*argv, "--solution", str(tmp_path / "mine.json")]) == 2
