@@ -365,8 +365,20 @@ def cmd_compare(args):
         cmp_dir, summary, buckets = write_comparison(out, definition, bases[definition.name])
         print(summary.to_string(index=False))
         print(buckets.to_string(index=False))
+        if args.state_copy:
+            _print_state_copy(out, definition, list(summary.solution))
         print(f"comparison report: {cmp_dir}/{definition.name}.md")
     return exit_status(results, args)
+
+
+def _print_state_copy(out, definition, order):
+    """The --state-copy means per bucket and each solution's latency over them, as the report gives them."""
+    from harness.report.state_copy import copy_ratios, load_copies
+    from harness.report.summary import load_rows
+
+    means, ratios = copy_ratios(load_rows([out], [definition]), load_copies([out], definition), order)
+    print(f"state copy (us) and each solution's latency over it:\n{means.to_string(index=False)}\n"
+          f"{ratios.to_string(index=False)}")
 
 
 def cmd_full(args):

@@ -89,12 +89,13 @@ def _extras(out):
     return [json.loads(x) for x in (out / "harness" / f"{DECODE}.jsonl").read_text().splitlines()]
 
 
-def test_a_run_records_each_copy_once_and_the_reports_show_it(tmp_path):
+def test_a_run_records_each_copy_once_and_the_reports_show_it(tmp_path, capsys):
     out = tmp_path / "out"
     argv = ["compare", "--solution", str(REPO / "examples" / DECODE), "--solution", "reference", "--definition", DECODE,
             "--device", "cpu", "--workloads", "0,20", "--quiet", "--no-reference-output-cache", "--state-copy",
             "--out", str(out)]
     assert main(argv) == 0
+    assert "state copy (us) and each solution's latency over it:" in capsys.readouterr().out
     copies = [e for e in _extras(out) if e.get("record") == "state_copy"]
     assert sorted(e["workload"][:8] for e in copies) == ["25d1f606", "901e5104"]
     assert all(e["latency_ms"] > 0 and e["timing"] == "0/1/1" and e["inputs"] == "stand-in" for e in copies)
