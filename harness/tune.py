@@ -57,7 +57,7 @@ def candidates(lt):
 
 def _official_ms(fn, args, timing, device):
     """Official latency (ms) of fn(*args): the mean over trials of each trial's median."""
-    return statistics.mean(measure(fn, args, timing, device, event_time=False).median_ms
+    return statistics.mean(measure(fn, args, timing, device).median_ms
                            for _ in range(timing.trials))
 
 

@@ -39,31 +39,95 @@ def test_the_timestamp_is_the_childs(tmp_path, monkeypatch):
     assert r.trace.evaluation.timestamp == "2001-02-03T04:05:06.000007"
 
 
-def test_event_timed_calls_that_raise_leave_the_official_figure(monkeypatch):
-    calls = []
+def _cuda_job(trials):
+    """A value-returning job 'on CUDA' (no tensor is allocated: the timer and the event timing are stubbed)."""
+    return harness.eval.child.Job(definition={}, solution={}, workload={}, payload_path="", device="cuda",
+                                  timing=TimingConfig(0, 3, trials))
 
-    def fn():
-        calls.append(1)
-        if len(calls) > 3:   # the official calls (3 here) pass; the extra ones fail
-            raise RuntimeError("out of workspace")
 
+def _stub_timers(monkeypatch, log, event_fails=False):
     def official(fn, args, cfg):
-        for _ in range(3):
+        for _ in range(cfg.iters):
+            log.append("official")
             fn(*args)
         return [0.010, 0.012, 0.011]
 
     def events(fn, args, iters):
         for _ in range(iters):
+            log.append("event")
             fn(*args)
         return 0.5
 
     monkeypatch.setattr(harness.eval.timing_cuda, "resolve_timer", lambda timer: "cupti")
     monkeypatch.setattr(harness.eval.timing_cuda, "_cupti_times", official)
     monkeypatch.setattr(harness.eval.timing_cuda, "event_time_ms", events)
-    res = harness.eval.timing_cuda.measure(fn, [], TimingConfig(0, 3, 1))
-    assert res.median_ms == 0.011 and res.event_ms is None
-    assert res.warnings == ["the event-timed calls after the official ones raised RuntimeError: out of workspace "
-                            "(no event time; the status is the official calls')"]
+
+
+def test_event_timed_calls_that_raise_leave_the_official_figure(monkeypatch):
+    log = []
+
+    def fn():
+        if log[-1] == "event":   # the official calls pass; the extra ones fail
+            raise RuntimeError("out of workspace")
+
+    _stub_timers(monkeypatch, log)
+    outcome = harness.eval.child.Outcome("PASSED")
+    harness.eval.child._time_trials(fn, [[]], None, None, _cuda_job(1), False, outcome)
+    assert outcome.latency_ms == 0.011 and outcome.event_ms is None
+    assert outcome.warnings == ["the event-timed calls after the official ones raised RuntimeError: out of "
+                                "workspace (no event time; the status is the official calls')"]
+
+
+def test_the_event_timed_calls_come_after_every_official_call(monkeypatch):
+    """FlashInfer-Bench runs its timing trials back to back; the harness's extra calls must not run between them
+    (an in-place solution's state would move on, and the GPU would do work the official run does not)."""
+    log = []
+    _stub_timers(monkeypatch, log)
+    outcome = harness.eval.child.Outcome("PASSED")
+    harness.eval.child._time_trials(lambda: None, [[]], None, None, _cuda_job(3), False, outcome)
+    assert log == ["official"] * 9 + ["event"] * 9 and outcome.event_ms == 0.5
+
+
+def test_the_official_timer_makes_no_extra_calls(monkeypatch):
+    """The timer itself (solutions, the reference, the state copy, tune) makes only the official calls."""
+    log = []
+    _stub_timers(monkeypatch, log)
+    res = harness.eval.timing.measure(lambda: None, [], TimingConfig(0, 3, 1), "cuda")
+    assert log == ["official"] * 3 and res.median_ms == 0.011
+
+
+PROBE = """
+import sys, types, weakref
+P = sys.modules.setdefault("_toy_output_probe", types.ModuleType("_toy_output_probe"))
+
+def run(x, y, alpha, z):
+    seen = P.__dict__.setdefault("seen", [])
+    # per call: how many output tensors given to an earlier call are still alive, this call's own excepted
+    P.__dict__.setdefault("calls", []).append((sum(1 for r in seen if r() is not None and r() is not z), id(z)))
+    seen.append(weakref.ref(z))
+    z.copy_(x + alpha * y)
+"""
+
+
+def test_the_timed_calls_run_beside_no_earlier_outputs(tmp_path):
+    """As in FlashInfer-Bench's child: the correctness calls' outputs are freed before timing, and each timing trial
+    frees the previous trial's outputs (so on CUDA the caching allocator reuses their blocks); then the check on
+    fresh inputs reuses the last trial's outputs."""
+    import sys
+
+    ds = Dataset(make_toy_root(tmp_path / "toy"))
+    toy = ds.definition("toy_axpy")
+    opts = EvalOptions(device="cpu", out_dir=tmp_path / "out", timing=TimingConfig(0, 1, 3), show_progress=False,
+                       profile_baseline=False, isolation="none")
+    sys.modules.pop("_toy_output_probe", None)
+    [r] = evaluate(ds, toy, ds.workloads(toy)[:1], [Solution.from_json(toy_solution("probe", PROBE), "probe")], opts)
+    assert r.trace.evaluation.status.value == "PASSED"
+    calls = sys.modules.pop("_toy_output_probe").calls
+    # 3 correctness calls; per timing trial one untimed call and one timed (0 warmup, 1 iteration); the fresh check
+    assert len(calls) == 3 + 3 * 2 + 1
+    timing, fresh = calls[3:9], calls[9]
+    assert [alive for alive, _ in timing] == [0] * 6
+    assert fresh[1] == timing[-1][1]   # the same output tensor as the last timed call
 
 
 def test_the_timer_and_reference_differences_are_printed_where_they_apply():

@@ -133,35 +133,6 @@ def test_report_lists_the_recorded_runs(tmp_path):
     assert math.isnan(row["reference_timing_s"])  # not recorded: shown as missing, not as zero
 
 
-def test_reference_timing_skips_the_extra_event_timed_call(monkeypatch):
-    """The official timer's calls only: no host-inclusive event timing of the reference (one prefill reference
-    call takes seconds on a GPU, and its event time is reported nowhere)."""
-    import harness.eval.timing_cuda as tc
-    from harness.eval.child import TimingConfig as TC
-    from harness.eval.timing import measure
-
-    calls = []
-    monkeypatch.setattr(tc, "resolve_timer", lambda timer: "cupti")
-    monkeypatch.setattr(tc, "_cupti_times", lambda fn, args, cfg: [fn(*args) or 1.0 for _ in range(cfg.iters)])
-    monkeypatch.setattr(tc, "event_time_ms", lambda fn, args, iters: calls.append(iters) or 2.0)
-    solution = measure(lambda: None, [], TC(0, 3, 1), "cuda")
-    reference = measure(lambda: None, [], TC(0, 3, 1), "cuda", event_time=False)
-    assert calls == [3] and solution.event_ms == 2.0 and reference.event_ms is None
-    assert reference.median_ms == 1.0
-
-
-def test_evaluate_times_the_reference_without_event_time(tmp_path, monkeypatch):
-    import harness.eval.timing
-    from harness.eval.timing import TimingResult
-
-    seen = []
-    monkeypatch.setattr(harness.eval.timing, "measure",
-                        lambda *a, **kw: seen.append(kw.get("event_time", True)) or TimingResult(1.0, "x"))
-    ds, definition, workloads = _setup(tmp_path)
-    evaluate(ds, definition, workloads[:1], [Solution.from_json(toy_solution("a", BODY), "a")], _opts(tmp_path))
-    assert seen == [False]  # the reference; the solution is timed in its child, not through this module here
-
-
 def test_a_resumed_run_times_references_a_budget_left_out_and_the_report_fills_them_in(tmp_path, capsys):
     """Every pair done, references missing: the next pass times only the references (no pair runs again),
     records them in the extras, and the report's speedup vs reference becomes defined."""

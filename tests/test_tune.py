@@ -191,7 +191,7 @@ def test_the_copy_floor_times_a_copy_of_the_workloads_state(monkeypatch):
     from harness.eval.timing import TimingResult
 
     seen = []
-    monkeypatch.setattr(harness.eval.state_copy, "measure", lambda fn, args, timing, device, timer, event_time:
+    monkeypatch.setattr(harness.eval.state_copy, "measure", lambda fn, args, timing, device, timer:
                         seen.append((fn, args)) or TimingResult(0.5, "stub"))
     ds = Dataset()
     definition = ds.definition(DECODE)

@@ -15,9 +15,9 @@ class PairCost:
 
 
 def calls_per_pair(timing, correctness_trials):
-    """Calls of the solution in one PASSED pair: per timing trial FlashInfer's CUPTI timer makes 1 + 5 estimating
-    calls, `warmup` dry runs and `iters` timed ones, and the harness `iters` back-to-back event-timed ones; then one
-    call per correctness trial and three after timing (fresh inputs, the host-sync probe's two)."""
+    """Calls of the solution in one PASSED pair: one per correctness trial; per timing trial FlashInfer's CUPTI timer
+    makes 1 + 5 estimating calls, `warmup` dry runs and `iters` timed ones; after the trials the harness makes `iters`
+    back-to-back event-timed ones per trial, then three (fresh inputs, the host-sync probe's two)."""
     return timing.trials * (6 + timing.warmup + 2 * timing.iters) + correctness_trials + 3
 
 

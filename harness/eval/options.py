@@ -66,10 +66,10 @@ def differences(opts):
                      "solution's speedup taken against its own GPU's reference (CUDA_VISIBLE_DEVICES=0 runs both "
                      "alike; --ray runs one actor per GPU)")
     if opts.device.startswith("cuda"):
-        notes.append("after each timed trial of a solution, as many calls again run back to back on the same tensors, "
-                     "timed with CUDA events (the host-inclusive time reported beside the official one); they are "
-                     "outside the official span, but an in-place solution's state moves on. Should they raise, the "
-                     "pair keeps its official status, with a warning")
+        notes.append("after a solution's timed trials, as many calls again as they timed run back to back on the "
+                     "last trial's tensors, timed with CUDA events (the host-inclusive time reported beside the "
+                     "official one); they come after every official call. Should they raise, the pair keeps its "
+                     "official status, with a warning")
         if opts.timer != "events":
             notes.append("the official CUPTI timer is required: without it the run stops, and FlashInfer falling back "
                          "to CUDA events inside a call is RUNTIME_ERROR (officially a silent fall-back, a warning "

@@ -81,7 +81,7 @@ def time_reference(ref, definition, workload, trial_inputs, opts, provenance, ca
     for t in range(cfg.trials):
         args = [x.to(opts.device) if isinstance(x, torch.Tensor) else x for x in trial_inputs[t % len(trial_inputs)]]
         # not under no_grad: officially the reference is timed as it is called (its outputs are under no_grad)
-        per_trial.append(timing_mod.measure(ref, args, cfg, opts.device, opts.timer, event_time=False).median_ms)
+        per_trial.append(timing_mod.measure(ref, args, cfg, opts.device, opts.timer).median_ms)
     value = sum(per_trial) / len(per_trial)
     cache.put(key, value)
     return value

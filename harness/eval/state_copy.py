@@ -39,7 +39,7 @@ def copy_latency_ms(definition, workload, inputs, timing, device, timer="auto"):
     trials of each trial's median, as a solution's."""
     state = inputs[list(definition.inputs).index("state")].to(device)
     new_state = allocate_outputs(definition, workload, device)[list(definition.outputs).index("new_state")]
-    return statistics.mean(measure(_copy, [state, new_state], timing, device, timer, event_time=False).median_ms
+    return statistics.mean(measure(_copy, [state, new_state], timing, device, timer).median_ms
                            for _ in range(timing.trials))
 
 

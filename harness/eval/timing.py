@@ -13,7 +13,6 @@ class TimingError(Exception):
 class TimingResult:
     median_ms: float
     timer: str
-    event_ms: float | None = None   # host-inclusive CUDA-event time per call, back to back
     warnings: list = field(default_factory=list)
 
 
@@ -28,13 +27,11 @@ def timer_label(device, timer="auto"):
     return EVENTS_LABEL if timer == "events" else CUPTI_LABEL
 
 
-def measure(fn, args, cfg, device, timer="auto", event_time=True):
-    """`event_time=False` skips the extra host-inclusive timing call (the reference: one call of the prefill
-    reference takes seconds, and its event time is reported nowhere)."""
+def measure(fn, args, cfg, device, timer="auto"):
     if not device.startswith("cuda"):
         return _measure_cpu(fn, args, cfg)
     from harness.eval import timing_cuda
-    return timing_cuda.measure(fn, args, cfg, timer, event_time)
+    return timing_cuda.measure(fn, args, cfg, timer)
 
 
 def _measure_cpu(fn, args, cfg):

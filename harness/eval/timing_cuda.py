@@ -95,16 +95,10 @@ def _event_times(fn, args, cfg):
     return times
 
 
-def measure(fn, args, cfg, timer="auto", event_time=True):
+def measure(fn, args, cfg, timer="auto"):
     kind = resolve_timer(timer)
     times = _cupti_times(fn, args, cfg) if kind == "cupti" else _event_times(fn, args, cfg)
     result = TimingResult(statistics.median(times), CUPTI_LABEL if kind == "cupti" else EVENTS_LABEL)
-    if event_time:   # calls the official evaluator never makes: their failure must not change the status
-        try:
-            result.event_ms = event_time_ms(fn, args, max(cfg.iters, 1))
-        except Exception as exc:
-            result.warnings.append(f"the event-timed calls after the official ones raised {type(exc).__name__}: "
-                                   f"{exc} (no event time; the status is the official calls')")
     spread = (max(times) - min(times)) / max(statistics.median(times), 1e-9)
     if len(times) >= 5 and spread > 1.0:
         result.warnings.append(f"timings spread widely: min {min(times) * 1e3:.2f} us, median "
