@@ -45,7 +45,7 @@ def _cuda_job(trials):
                                   timing=TimingConfig(0, 3, trials))
 
 
-def _stub_timers(monkeypatch, log, event_fails=False):
+def _stub_timers(monkeypatch, log):
     def official(fn, args, cfg):
         for _ in range(cfg.iters):
             log.append("official")
@@ -102,8 +102,10 @@ P = sys.modules.setdefault("_toy_output_probe", types.ModuleType("_toy_output_pr
 
 def run(x, y, alpha, z):
     seen = P.__dict__.setdefault("seen", [])
-    # per call: how many output tensors given to an earlier call are still alive, this call's own excepted
-    P.__dict__.setdefault("calls", []).append((sum(1 for r in seen if r() is not None and r() is not z), id(z)))
+    # per call: how many output tensors given to earlier calls are still alive, this call's own excepted, and
+    # whether this call's was given to an earlier call
+    P.__dict__.setdefault("calls", []).append((sum(1 for r in seen if r() is not None and r() is not z),
+                                               any(r() is z for r in seen)))
     seen.append(weakref.ref(z))
     z.copy_(x + alpha * y)
 """
@@ -125,9 +127,9 @@ def test_the_timed_calls_run_beside_no_earlier_outputs(tmp_path):
     calls = sys.modules.pop("_toy_output_probe").calls
     # 3 correctness calls; per timing trial one untimed call and one timed (0 warmup, 1 iteration); the fresh check
     assert len(calls) == 3 + 3 * 2 + 1
-    timing, fresh = calls[3:9], calls[9]
-    assert [alive for alive, _ in timing] == [0] * 6
-    assert fresh[1] == timing[-1][1]   # the same output tensor as the last timed call
+    # each trial: new outputs for its first call, the same for its second, and nothing else alive
+    assert calls[3:9] == [(0, False), (0, True)] * 3
+    assert calls[9] == (0, True)   # an output given before, and the only one alive: the last trial's
 
 
 def test_the_timer_and_reference_differences_are_printed_where_they_apply():
