@@ -185,6 +185,10 @@ def build_parser():
     p.add_argument("--profile-reference", action="store_true",
                    help="with --solution: time the reference on both sides at the official settings (minutes per "
                         "decode workload under CUPTI)")
+    p.add_argument("--harness-again", action="store_true",
+                   help="with --solution: the harness a second time per chunk, between the two FlashInfer-Bench runs, "
+                        "into <out>/harness-again; fidelity_harness_noise.md then sets FlashInfer-Bench against "
+                        "the harness's own spread")
     p.add_argument("--harness", default=None, metavar="DIR", help="the harness's output folder (holds traces/)")
     p.add_argument("--fib", default=None, metavar="DIR", help="FlashInfer-Bench's dataset root after its run")
     p.add_argument("--fib-again", default=None, metavar="DIR",
@@ -449,16 +453,24 @@ def cmd_fidelity(args):
     if args.solution:
         if args.harness or args.fib or args.fib_again:
             raise DataError("fidelity", "--solution runs both tools; --harness/--fib pair finished runs: not both")
-        runs = Runs(*map(str, _run_fidelity(args)))
+        harness, fib, fib_again, *again = map(str, _run_fidelity(args))
+        runs = Runs(harness, fib, fib_again)
     elif args.harness and args.fib:
-        runs = Runs(args.harness, args.fib, args.fib_again)
+        if args.harness_again:
+            raise DataError("--harness-again", "runs the harness again with --solution; to pair finished runs use "
+                            "gdn-harness agreement --run FIB --against HARNESS --again HARNESS-AGAIN")
+        runs, again = Runs(args.harness, args.fib, args.fib_again), []
     else:
         raise DataError("fidelity", "name solutions to run (--solution) or two finished runs (--harness, --fib)")
-    return _write_agreement(args, runs, FIDELITY_NAMES, "fidelity", FIDELITY_TITLE)
+    _write_agreement(args, runs, FIDELITY_NAMES, "fidelity", FIDELITY_TITLE)
+    if again:
+        _write_agreement(args, Runs(runs.b, runs.a, again[0]), FIDELITY_NAMES[::-1], "fidelity_harness_noise",
+                         "FlashInfer-Bench against the harness, with the harness's own spread")
+    return 0
 
 
 def _run_fidelity(args):
-    """Both tools on the chosen solutions and workloads (harness/fib.py); the folders of the three runs."""
+    """Both tools on the chosen solutions and workloads (harness/fib.py); the folders of the runs."""
     from harness.eval.options import print_differences
     from harness.fib import Fib, FibPlan, run_fidelity
 
@@ -482,7 +494,7 @@ def _run_fidelity(args):
         return run_options(args, device, definition, folder)
 
     print_differences(*[opts_of(d, Path(args.out) / "harness") for d, _, _ in plans])
-    return run_fidelity(dataset, plans, opts_of, args.out, fib)
+    return run_fidelity(dataset, plans, opts_of, args.out, fib, args.harness_again)
 
 
 def cmd_agreement(args):

@@ -1,6 +1,7 @@
 """FlashInfer-Bench's own benchmark beside the harness, on the same solutions and inputs (`gdn-harness fidelity
 --solution ...`, a GPU): per definition, chunk by chunk of workloads, the harness, then FlashInfer-Bench (FIB), then
-FIB again, so drift over the run hits all three; then the fidelity report (harness/report/fidelity.py).
+(with --harness-again) the harness again, then FIB again, so drift over the run hits all of them; then the fidelity
+report (harness/report/fidelity.py).
 
 FIB is imported from where the user has it (`--fib-src DIR` or installed); the project never vendors it. It reads a
 dataset root of its own: <out>/fib and <out>/fib-again each hold copies of definitions/ and workloads/, the given
@@ -22,7 +23,7 @@ CONTEST_COMMON = {"timeout_seconds": 300}
 CONTEST_FLAGS = {"gdn_prefill_qk4_v8_d128_k_last": {"warmup_runs": 1, "iterations": 5, "num_trials": 3}}
 # the harness mode that matches each FIB runner: a fresh process per pair, or one persistent child per solution
 ISOLATION_OF_RUNNER = {"isolated": "process", "persistent": "worker"}
-CHUNK = 10   # workloads per turn of harness / FIB / FIB again
+CHUNK = 10   # workloads per turn of each run
 
 
 @dataclass(frozen=True)
@@ -108,23 +109,36 @@ def link_blobs(root, dataset):
             dest.symlink_to(p.resolve())
 
 
-def run_fidelity(dataset, plans, opts_of, out, fib):
-    """The three runs, chunk by chunk: `plans` [(definition, workloads, solutions)], `opts_of(definition, folder)`:
-    the harness's EvalOptions for it, `fib` a Fib. Returns the folders (harness, fib, fib-again)."""
+def run_fidelity(dataset, plans, opts_of, out, fib, harness_again=False):
+    """The runs, chunk by chunk: `plans` [(definition, workloads, solutions)], `opts_of(definition, folder)`: the
+    harness's EvalOptions for it, `fib` a Fib. Returns the folders (harness, fib, fib-again), and harness-again last
+    with `harness_again`: the harness a second time, between the two FIB runs, so that each tool's pair of runs is
+    as far apart in time as the other's."""
     from harness.eval.console import run_definition
 
     out = Path(out)
     folders = out / "harness", out / "fib", out / "fib-again"
+    if harness_again:
+        folders += (out / "harness-again",)
     for definition, workloads, solutions in plans:
-        for root in folders[1:]:
+        for root in folders[1:3]:
             lay_out_root(root, dataset, definition, solutions)
-        opts = replace(opts_of(definition, folders[0]), isolation=ISOLATION_OF_RUNNER[fib.plan.runner])
+        opts = {h: replace(opts_of(definition, h), isolation=ISOLATION_OF_RUNNER[fib.plan.runner])
+                for h in (folders[0], *folders[3:])}
         for k in range(0, len(workloads), CHUNK):
             chunk = workloads[k:k + CHUNK]
-            print(f"{definition.name}: workloads {k + 1}-{k + len(chunk)} of {len(workloads)}: harness, "
-                  f"FlashInfer-Bench ({fib.plan.runner} runner), FlashInfer-Bench again")
-            run_definition(dataset, definition, chunk, solutions, opts, table=False)
-            write_missing_blobs(dataset, definition, chunk, opts)
-            for root in folders[1:]:
-                fib.run(root, dataset, definition, solutions, chunk)
+            turns = (folders[0], folders[1], *folders[3:], folders[2])
+            print(f"{definition.name}: workloads {k + 1}-{k + len(chunk)} of {len(workloads)}: "
+                  + ", ".join(TURN_NAMES[f.name] for f in turns) + f" (FlashInfer-Bench's {fib.plan.runner} "
+                  "runner)")
+            for folder in turns:
+                if folder in opts:
+                    run_definition(dataset, definition, chunk, solutions, opts[folder], table=False)
+                    write_missing_blobs(dataset, definition, chunk, opts[folder])
+                else:
+                    fib.run(folder, dataset, definition, solutions, chunk)
     return folders
+
+
+TURN_NAMES = {"harness": "harness", "fib": "FlashInfer-Bench", "harness-again": "harness again",
+              "fib-again": "FlashInfer-Bench again"}

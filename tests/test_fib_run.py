@@ -8,6 +8,7 @@ import textwrap
 
 import pytest
 
+import harness.cli
 import harness.eval.console
 import harness.fib
 from harness.cli import main
@@ -110,6 +111,41 @@ def test_both_tools_run_chunk_by_chunk_on_the_same_inputs(tmp_path, monkeypatch)
     table, lone = write_agreement(tmp_path / "report", [toy], Runs(*map(str, folders)), FIDELITY_NAMES, "fidelity")
     assert lone == 0 and table.iloc[0].pairs == 3 and table.iloc[0].verdicts_equal == 3
     assert len(read_traces(tmp_path / "out" / "harness" / "traces" / "tester" / "toy" / "toy_axpy.jsonl")) == 3
+
+
+def test_the_harness_again_runs_between_the_two_fib_runs(tmp_path, monkeypatch):
+    """With harness_again each tool's two runs of a chunk are two turns apart: harness, FIB, harness, FIB."""
+    ds, toy, workloads, sols, fib = _toy_fidelity(tmp_path, "persistent")
+    turns = fib.bench.LOG   # the fake FIB logs its dataset root's name per workload; the harness its folder's
+    turns.clear()           # (the fake is imported once per session: earlier tests' entries)
+    real = harness.eval.console.run_definition
+    monkeypatch.setattr(harness.eval.console, "run_definition", lambda ds_, d, w, s, opts, table=True: turns.append(
+        (opts.out_dir.name, opts.isolation)) or real(ds_, d, w, s, opts, table=table))
+    monkeypatch.setattr(harness.fib, "CHUNK", 2)
+    folders = run_fidelity(ds, [(toy, workloads, sols)], _cpu_opts, tmp_path / "out", fib, harness_again=True)
+    assert [f.name for f in folders] == ["harness", "fib", "fib-again", "harness-again"]
+    chunk = ["harness", "fib", "fib", "harness-again", "fib-again", "fib-again"]   # FIB: one entry per workload
+    assert [t[0] for t in turns] == chunk + ["harness", "fib", "harness-again", "fib-again"]
+    assert {t[1] for t in turns if t[0].startswith("harness")} == {"worker"}
+    for run in ("harness", "harness-again"):
+        assert len(read_traces(tmp_path / "out" / run / "traces" / "tester" / "toy" / "toy_axpy.jsonl")) == 3
+
+
+def test_fidelity_with_the_harness_again_also_sets_fib_against_the_harness_spread(tmp_path, monkeypatch, capsys):
+    ds, toy, workloads, sols, fib = _toy_fidelity(tmp_path, "persistent")
+    folders = run_fidelity(ds, [(toy, workloads, sols)], _cpu_opts, tmp_path / "out", fib, harness_again=True)
+    monkeypatch.setattr(harness.cli, "_run_fidelity", lambda args: folders)
+    assert main(["fidelity", "--solution", "any", "--dataset", str(ds.root), "--out", str(tmp_path / "rep")]) == 0
+    md = (tmp_path / "rep" / "fidelity_harness_noise.md").read_text()
+    assert md.startswith("# FlashInfer-Bench against the harness, with the harness's own spread")
+    assert f"harness again (noise floor): `{folders[3]}`" in md
+    assert (tmp_path / "rep" / "fidelity.md").exists()
+
+
+def test_the_harness_again_is_refused_when_pairing_finished_runs(tmp_path, capsys):
+    assert main(["fidelity", "--harness", str(tmp_path), "--fib", str(tmp_path), "--harness-again",
+                 "--out", str(tmp_path / "o")]) == 2
+    assert "gdn-harness agreement --run FIB --against HARNESS --again HARNESS-AGAIN" in capsys.readouterr().err
 
 
 def test_a_resumed_chunk_the_harness_skips_still_gets_its_stand_ins_for_fib(tmp_path):
