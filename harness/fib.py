@@ -24,6 +24,9 @@ CONTEST_FLAGS = {"gdn_prefill_qk4_v8_d128_k_last": {"warmup_runs": 1, "iteration
 # the harness mode that matches each FIB runner: a fresh process per pair, or one persistent child per solution
 ISOLATION_OF_RUNNER = {"isolated": "process", "persistent": "worker"}
 CHUNK = 10   # workloads per turn of each run
+# each run's folder under --out, as the progress line names it
+TURN_NAMES = {"harness": "harness", "fib": "FlashInfer-Bench", "harness-again": "harness again",
+              "fib-again": "FlashInfer-Bench again"}
 
 
 @dataclass(frozen=True)
@@ -138,7 +141,3 @@ def run_fidelity(dataset, plans, opts_of, out, fib, harness_again=False):
                 else:
                     fib.run(folder, dataset, definition, solutions, chunk)
     return folders
-
-
-TURN_NAMES = {"harness": "harness", "fib": "FlashInfer-Bench", "harness-again": "harness again",
-              "fib-again": "FlashInfer-Bench again"}
