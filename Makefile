@@ -3,7 +3,7 @@
 # DEVICE, OUT, BASE, ARGS (any other option, e.g. ARGS="--no-resume --isolation process").
 PY ?= $(if $(wildcard .venv/bin/python),.venv/bin/python,python3)
 # A GPU host usually has torch already (the H200 image does, with no package index): use it as it is.
-GPU_PY = if python3 -c "import torch" 2>/dev/null; then py=python3; else $(MAKE) venv && py=.venv/bin/python; fi
+GPU_PY = if python3 -c "import torch" 2>/dev/null; then py=python3; else $(MAKE) venv || exit 1; py=.venv/bin/python; fi
 RUN_ARGS = $(foreach d,$(DEF),--definition $(d)) $(if $(WORKLOADS),--workloads $(WORKLOADS)) \
            $(if $(DEVICE),--device $(DEVICE)) $(if $(OUT),--out $(OUT)) $(ARGS)
 

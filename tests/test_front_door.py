@@ -210,3 +210,23 @@ def test_a_gpu_run_says_it_times_extra_calls_with_events():
     args = build_parser().parse_args(["eval", "--solution", "ours"])
     gpu, cpu = differences(run_options(args, "cuda", decode, "o")), differences(run_options(args, "cpu", decode, "o"))
     assert any("timed with CUDA events" in n for n in gpu) and not any("timed with CUDA events" in n for n in cpu)
+
+
+@pytest.mark.parametrize("target", ["eval", "tune", "test-gpu"])
+def test_a_gpu_target_stops_where_the_venv_cannot_be_made(tmp_path, target):
+    """Where python3 has no torch, the GPU targets make .venv first; if that fails they stop there, not run an empty
+    interpreter name ("-m: not found")."""
+    import shutil
+    import subprocess
+
+    shutil.copy(REPO / "Makefile", tmp_path / "Makefile")
+    (tmp_path / "pyproject.toml").write_text("")
+    (tmp_path / "bin").mkdir()
+    fake = tmp_path / "bin" / "python3"
+    fake.write_text("#!/bin/sh\nexit 1\n")   # no torch, and no venv either
+    fake.chmod(0o755)
+    run = subprocess.run(["make", target], cwd=tmp_path, capture_output=True, text=True,
+                         env={"PATH": f"{tmp_path / 'bin'}:/usr/bin:/bin"})
+    assert run.returncode != 0
+    assert "not found" not in run.stdout + run.stderr, run.stdout + run.stderr
+    assert ".venv/.installed" in run.stderr   # it stopped at making the venv
