@@ -177,6 +177,21 @@ def test_the_definition_comes_from_the_solution_when_not_named(toy, capsys):
     assert "toy_axpy: 3 workloads x ['good'] on cpu" in capsys.readouterr().out
 
 
+def test_built_in_names_join_the_definitions_of_the_paths_named(tmp_path, capsys):
+    """A decode kit beside a built-in name is a decode run; built-in names alone stand for every definition."""
+    from harness.data.dataset import Dataset
+    from harness.data.resolve import definitions_of
+
+    kit = str(REPO / "examples" / "gdn_decode_qk4_v8_d128_k_last")
+    both = ["gdn_decode_qk4_v8_d128_k_last", "gdn_prefill_qk4_v8_d128_k_last"]
+    assert definitions_of([kit, "baseline", "ours"], Dataset()) == both[:1]
+    assert definitions_of(["ours", "baseline"], Dataset()) == both
+    assert main(["compare", "--solution", kit, "--solution", "reference", "--device", "cpu", "--workloads", "0",
+                 "--out", str(tmp_path / "out")]) == 0
+    out = capsys.readouterr().out
+    assert "gdn_decode_qk4_v8_d128_k_last: 1 workloads x" in out and "gdn_prefill" not in out
+
+
 def test_errors_go_to_stderr_with_exit_2(toy, capsys):
     _, _, run = toy
     assert run("--solution", "no/such/kit", "--definition", "toy_axpy") == 2

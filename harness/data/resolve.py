@@ -63,9 +63,11 @@ def _is_author(arg, dataset):
 
 
 def definitions_of(args, dataset):
-    """The definitions a list of solution arguments covers, in name order: a built-in name or an author stands
-    for every definition it has a solution for."""
-    names = set()
+    """The definitions a list of solution arguments covers, in name order: those of the solution files, kits and
+    dataset roots named; a built-in name or an author stands for every definition it has a solution for when no
+    such path is named (with one, it joins that path's definitions: `--solution my_decode_kit --solution baseline`
+    is a decode run)."""
+    paths, names = set(), set()
     for arg in args:
         if arg in ("reference", "ours"):
             names |= set(dataset.definitions)
@@ -74,8 +76,8 @@ def definitions_of(args, dataset):
         elif _is_author(arg, dataset):
             names |= {s.definition for s in dataset.solutions() if s.author == arg}
         else:
-            names |= {s.definition for s in _from_path(arg)}
-    return sorted(names)
+            paths |= {s.definition for s in _from_path(arg)}
+    return sorted(paths or names)
 
 
 def resolve(arg, definition, dataset, strict=True):
