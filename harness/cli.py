@@ -218,7 +218,8 @@ def build_parser():
     p.set_defaults(func=cmd_tune, timer="cupti")   # the official timer only; device_of checks it is there
     p = sub.add_parser("package", help="submission/ -> <out>/<definition>/solution.json")
     p.add_argument("--submission", default=None, metavar="DIR",
-                   help="folder of starter-kit folders, one per definition (default: the repo's submission/)")
+                   help="a starter-kit folder, or a folder of them, one per definition (default: the repo's "
+                        "submission/)")
     p.add_argument("--out", default=None, metavar="DIR", help="output folder (default: results/package)")
     p.add_argument("--dataset", default=None, metavar="DIR", help="dataset root (default: the repo's workloads/)")
     p.set_defaults(func=cmd_package)

@@ -111,6 +111,19 @@ def test_two_kits_for_one_definition_are_refused_naming_both(tmp_path):
     assert not (tmp_path / "out").exists()  # refused before anything was written
 
 
+def test_one_kit_folder_is_packaged_as_it_is(tmp_path):
+    ds = Dataset(make_toy_root(tmp_path / "toy"))
+    kit = _kit(tmp_path / "sub", "my-kit")
+    (path, sol, _), = package(kit, tmp_path / "out", ds)
+    assert path == tmp_path / "out" / "toy_axpy" / "solution.json" and sol.definition == "toy_axpy"
+
+
+def test_a_missing_submission_folder_is_an_error_not_a_traceback(tmp_path, capsys):
+    assert main(["package", "--submission", str(tmp_path / "nope"), "--out", str(tmp_path / "out")]) == 2
+    assert f"error: {tmp_path / 'nope'}: no such folder" in capsys.readouterr().err
+    assert not (tmp_path / "out").exists()
+
+
 def _repo_state():
     return subprocess.run(["git", "status", "--porcelain", "--untracked-files=all"], cwd=REPO, check=True,
                           capture_output=True, text=True).stdout

@@ -155,10 +155,14 @@ def definition_of(dataset, solution, cfg_path):
 
 
 def package(submission=REPO / "submission", out=REPO / "results" / "package", dataset=None):
-    """Validate every starter-kit folder under `submission`, then write <out>/<definition>/solution.json;
-    nothing is written anywhere else."""
+    """Validate `submission` (one starter-kit folder, or a folder of them), then write
+    <out>/<definition>/solution.json for each; nothing is written anywhere else."""
     dataset = dataset or Dataset()
-    folders = [p for p in sorted(Path(submission).iterdir()) if is_starter_kit(p)]
+    submission = Path(submission)
+    if not submission.is_dir():
+        raise DataError(submission, "no such folder", "give a starter-kit folder or a folder of them")
+    folders = [submission] if is_starter_kit(submission) else [
+        p for p in sorted(submission.iterdir()) if is_starter_kit(p)]
     if not folders:
         raise DataError(submission, "no starter-kit folder (config.toml + solution/<language>/) found")
     packed = {}
