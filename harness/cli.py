@@ -52,7 +52,10 @@ def select_workloads(workloads, selector):
         if part.replace("-", "").isdigit() and part.count("-") <= 1 and not part.startswith("-"):
             lo, _, hi = part.partition("-")
             lo, hi = int(lo), int(hi or lo)
-            if not (0 <= lo <= hi < len(workloads)):
+            if lo > hi:
+                raise DataError("--workloads", f"range {part!r} is empty: it starts after it ends",
+                                f"write it low-high, e.g. {hi}-{lo}")
+            if hi >= len(workloads):
                 raise DataError("--workloads", f"range {part!r} outside 0-{len(workloads) - 1}")
             picked.extend(range(lo, hi + 1))
         else:

@@ -24,6 +24,9 @@ def test_selectors():
     assert select_workloads(ws, ws[7].uuid[:8])[0].uuid == ws[7].uuid
     with pytest.raises(DataError, match="outside 0-53"):
         select_workloads(ws, "50-60")
+    with pytest.raises(DataError, match="'5-2' is empty: it starts after it ends") as exc:
+        select_workloads(ws, "5-2")
+    assert exc.value.hint == "write it low-high, e.g. 2-5"
     with pytest.raises(DataError, match="matches 0 workload uuids"):
         select_workloads(ws, "zzzz")
 
