@@ -199,6 +199,15 @@ def test_errors_go_to_stderr_with_exit_2(toy, capsys):
     assert "error: no/such/kit: no such solution file or folder" in captured.err and "error" not in captured.out
 
 
+def test_a_folder_that_holds_no_solution_is_named(toy, tmp_path, capsys):
+    _, _, run = toy
+    kit = tmp_path / "kit_without_config"
+    (kit / "solution" / "python").mkdir(parents=True)
+    (kit / "solution" / "python" / "main.py").write_text(GOOD)
+    assert run("--solution", str(kit)) == 2
+    assert f"error: {kit}: holds no solution: not a starter-kit folder (config.toml" in capsys.readouterr().err
+
+
 def test_a_kit_read_with_a_note_says_so_when_evaluated(tmp_path, capsys):
     import shutil
 

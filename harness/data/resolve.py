@@ -55,7 +55,12 @@ def _from_path(arg):
         if (path / "definitions").is_dir():
             return Dataset(path).solutions()
         return [Solution.load(p) for p in sorted((path / "solutions").rglob("*.json"))]
-    return [Solution.load(p) for p in sorted(path.rglob("*.json"))]
+    found = [Solution.load(p) for p in sorted(path.rglob("*.json"))]
+    if not found:
+        raise DataError(arg, "holds no solution: not a starter-kit folder (config.toml and solution/<language>/), "
+                             "not a dataset root (solutions/), and no solution JSON under it",
+                        "a starter kit needs its config.toml (examples/ has two)")
+    return found
 
 
 def _is_author(arg, dataset):
