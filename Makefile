@@ -53,7 +53,9 @@ compare:
 
 # FROM: a folder of pre-packed JSONs (<definition>/<name>.json) where there is no network to clone from
 public:
-	@$(GPU_PY); $$py -m harness public fetch $(if $(FROM),--from $(FROM)); $$py -m harness public run $(RUN_ARGS)
+	@$(GPU_PY); $$py -c "import sys, torch; sys.exit(0 if torch.cuda.is_available() else \
+	  'make public: the entries are timed on a CUDA GPU, none here (on a CPU: gdn-harness public fetch, list, eval)')" \
+	  && { $$py -m harness public fetch $(if $(FROM),--from $(FROM)); $$py -m harness public run $(RUN_ARGS); }
 
 package:
 	$(PY) -m harness package $(if $(OUT),--out $(OUT))

@@ -254,3 +254,22 @@ def test_a_gpu_target_stops_where_the_venv_cannot_be_made(tmp_path, target):
     assert run.returncode != 0
     assert "not found" not in run.stdout + run.stderr, run.stdout + run.stderr
     assert ".venv/.installed" in run.stderr   # it stopped at making the venv
+
+
+def test_make_public_stops_before_fetching_where_there_is_no_gpu(tmp_path):
+    """No clone of 40 repositories on a machine that cannot time them."""
+    import subprocess
+    import sys
+
+    import torch
+    if torch.cuda.is_available():
+        pytest.skip("a CUDA GPU is here")
+    (tmp_path / "bin").mkdir()
+    wrapper = tmp_path / "bin" / "python3"   # a python3 with torch (this one): no venv is made
+    wrapper.write_text(f'#!/bin/sh\nexec "{sys.executable}" "$@"\n')
+    wrapper.chmod(0o755)
+    run = subprocess.run(["make", "-f", str(REPO / "Makefile"), "public"], cwd=tmp_path, capture_output=True,
+                         text=True, env={"PATH": f"{tmp_path / 'bin'}:/usr/bin:/bin"})
+    assert run.returncode != 0
+    assert "make public: the entries are timed on a CUDA GPU, none here" in run.stderr
+    assert "fetch" not in run.stdout
