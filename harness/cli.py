@@ -260,7 +260,8 @@ def _plans(dataset, args):
     plans = []
     for name in names:
         definition = dataset.definition(name)
-        solutions = [s for arg in args.solution for s in resolve(arg, definition, dataset, strict=bool(args.definition))]
+        strict = bool(args.definition)
+        solutions = [s for arg in args.solution for s in resolve(arg, definition, dataset, strict=strict)]
         if not solutions:
             continue
         for note in dict.fromkeys(n for s in solutions for n in s.notes):

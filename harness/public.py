@@ -375,7 +375,8 @@ def cmd_fetch(args):
         print(f"{r.status:<12} {r.entry.name}" + (f": {reason}" if reason else ""))
         previous = r.reason
     counts = {s: sum(r.status == s for r in results) for s in ("fetched", "missing", "refused", "not fetched")}
-    print(f"{len(results)} entries: " + ", ".join(f"{n} {s}" for s, n in counts.items() if n) + f" (cache {args.cache})")
+    print(f"{len(results)} entries: " + ", ".join(f"{n} {s}" for s, n in counts.items() if n)
+          + f" (cache {args.cache})")
     return 0 if counts["fetched"] == len(results) else 1
 
 

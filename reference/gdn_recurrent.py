@@ -36,7 +36,8 @@ def recurrent_packed(q, k, v, state, A_log, a, dt_bias, b, cu_seqlens, scale):
     out = torch.zeros(T, HV, V, dtype=torch.float64, device=q.device)
     new_state = torch.zeros(N, HV, V, K, dtype=torch.float64, device=q.device)
     for n in range(N):
-        S = state[n].double().clone() if state is not None else torch.zeros(HV, V, K, dtype=torch.float64, device=q.device)
+        S = (state[n].double().clone() if state is not None
+             else torch.zeros(HV, V, K, dtype=torch.float64, device=q.device))
         for t in range(bounds[n], bounds[n + 1]):
             S = g[t, :, None, None] * S                                      # decay
             v_new = beta[t, :, None] * (vd[t] - torch.einsum("hvk,hk->hv", S, kd[t]))

@@ -128,7 +128,8 @@ def test_workload_must_match_definition(tmp_path):
     line["workload"]["axes"] = {"m": 3}
     p.write_text(json.dumps(line) + "\n")
     ds = Dataset(root)
-    with pytest.raises(DataError, match=r"axes do not match definition 'toy_axpy' \(missing \['n'\], unknown \['m'\]\)"):
+    with pytest.raises(DataError,
+                       match=r"axes do not match definition 'toy_axpy' \(missing \['n'\], unknown \['m'\]\)"):
         ds.workloads(ds.definition("toy_axpy"))
 
 

@@ -72,7 +72,8 @@ def test_agreement_pairs_any_two_runs_named_after_their_folders(tmp_path, capsys
     assert not (out / "fidelity.md").exists() and (out / "agreement_pairs.csv").exists()
     rows = {r["solution"]: r for r in csv.DictReader((out / "agreement.csv").open())}
     sol, other = rows["sol"], rows["other"]
-    assert (sol["pairs"], sol["verdicts_equal"], sol["both_passed"], sol["errors_bitwise_equal"]) == ("3", "3", "3", "2")
+    counts = sol["pairs"], sol["verdicts_equal"], sol["both_passed"], sol["errors_bitwise_equal"]
+    assert counts == ("3", "3", "3", "2")
     # ratios ray / local: 0.0102/0.0100 = 1.02, 0.0190/0.0200 = 0.95, 0.0480/0.0400 = 1.20
     assert abs(float(sol["ratio_median"]) - 1.02) < 1e-9
     assert abs(float(sol["ratio_min"]) - 0.95) < 1e-9 and abs(float(sol["ratio_max"]) - 1.20) < 1e-9

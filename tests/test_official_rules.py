@@ -197,7 +197,8 @@ def test_statuses_end_to_end(tmp_path):
     sols = [Solution.from_json(toy_solution(name, textwrap.dedent(body), dps=False), name)
             for name, (body, _, _) in E2E.items()]
     opts = EvalOptions(device="cpu", out_dir=tmp_path / "out", timing=TimingConfig(0, 1, 1), isolation="process",
-                       timeout=60, show_progress=False, prestart=0, profile_baseline=False, reference_cache=tmp_path / "ref.json")
+                       timeout=60, show_progress=False, prestart=0, profile_baseline=False,
+                       reference_cache=tmp_path / "ref.json")
     results = {r.solution.name: r.trace.evaluation for r in evaluate(ds, definition, workloads, sols, opts)}
     for name, (_, status, needle) in E2E.items():
         assert results[name].status.value == status, (name, results[name].log[-2000:])

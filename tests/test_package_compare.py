@@ -36,8 +36,9 @@ def test_package_keeps_subfolders_and_validates(tmp_path):
     (path, sol, differences), = package(sub, tmp_path / "out", ds)
     obj = json.loads(path.read_text())
     assert path == tmp_path / "out" / "toy_axpy" / "solution.json"
-    assert {s["path"] for s in obj["sources"]} == {"main.py", "helpers/scale.py"} and \
-        "packed files in subfolders ['helpers/scale.py']; the starter kit's packer would have left them out" in differences
+    assert {s["path"] for s in obj["sources"]} == {"main.py", "helpers/scale.py"}
+    assert ("packed files in subfolders ['helpers/scale.py']; the starter kit's packer would have left them out"
+            in differences)
     assert obj["spec"] == {"language": "python", "target_hardware": ["cuda"], "entry_point": "main.py::run",
                            "dependencies": [], "destination_passing_style": True, "binding": None}
     Solution.from_json(obj, path)  # a valid official Solution

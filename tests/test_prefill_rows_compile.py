@@ -82,7 +82,8 @@ for i, row in enumerate(lt.LAUNCH_TABLE):
     launches = []
     for fn, kw, knobs in recorded:
         cst = {p.name: kw[p.name] for p in fn.params if p.is_constexpr}
-        sig = {p.name: "constexpr" if p.is_constexpr else TYPES[kw[p.name].dtype] if isinstance(kw[p.name], torch.Tensor)
+        sig = {p.name: "constexpr" if p.is_constexpr
+               else TYPES[kw[p.name].dtype] if isinstance(kw[p.name], torch.Tensor)
                else "fp32" if isinstance(kw[p.name], float) else "i32" for p in fn.params}
         opts = dict(num_warps=kw["num_warps"], num_stages=kw["num_stages"])
         key = (fn.__name__, json.dumps(cst, sort_keys=True), json.dumps(opts, sort_keys=True), json.dumps(knobs))

@@ -110,7 +110,8 @@ def test_fetch_from_git_packs_the_folder_at_its_commit(upstream, tmp_path, monke
     assert [s.path for s in sol.sources] == ["helpers/util.py", "kernel.py"]
     assert sol.sources[1].content.startswith("from .helpers")   # the pinned commit, not the later one
     assert (sol.spec.entry_point, sol.spec.language, sol.spec.target_hardware) == ("kernel.py::run", "python", ["cuda"])
-    assert (sol.spec.destination_passing_style, sol.spec.dependencies, sol.spec.binding) == (False, ["apache-tvm-ffi"], None)
+    assert (sol.spec.destination_passing_style, sol.spec.dependencies, sol.spec.binding) == (
+        False, ["apache-tvm-ffi"], None)
     assert (sol.name, sol.author) == ("folder", "a") and f"owner/repo@{first[:12]} sol" in sol.description
     assert one_file.status == "fetched" and [s.path for s in Solution.load(one_file.path).sources] == ["single.py"]
     assert gone.status == "missing" and "has no nowhere" in gone.reason

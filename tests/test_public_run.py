@@ -31,8 +31,8 @@ def test_public_run_puts_every_runnable_entry_beside_ours_and_lists_the_rest(mon
     calls = []
     monkeypatch.setattr(harness.public, "public_solutions", fetched)
     monkeypatch.setattr(harness.eval.console, "run_definition",
-                        lambda ds, d, w, sols, opts, stats=None, table=True: calls.append((d.name, [s.name for s in sols],
-                                                                                          w, opts)) or [])
+                        lambda ds, d, w, sols, opts, stats=None, table=True:
+                        calls.append((d.name, [s.name for s in sols], w, opts)) or [])
 
     def leaderboard(out, definitions, ours, facts=None):
         for d in definitions:

@@ -96,7 +96,8 @@ def test_verdicts_equal_a_local_run(cluster, tmp_path):
         (w.uuid, s.name): expected[s.name] for w in workloads for s in sols}
     assert [(r.workload.uuid, r.solution.name) for r in on_ray] == [(r.workload.uuid, r.solution.name) for r in local]
     traces = _one_trace_per_pair(ray_out, definition, sols, workloads)
-    assert traces[("w-random", "exits_hard")].evaluation.log.endswith("Worker process failed unexpectedly (exit code 7)")
+    log = traces[("w-random", "exits_hard")].evaluation.log
+    assert log.endswith("Worker process failed unexpectedly (exit code 7)")
     extras = [json.loads(x) for x in (ray_out / "harness" / "toy_axpy.jsonl").read_text().splitlines()]
     ran_on = {e["ran_on"] for e in extras if e["status"] != "COMPILE_ERROR"}   # a rejected one ran nowhere
     assert len(ran_on) == 2 and all("CPU actor" in x for x in ran_on)

@@ -34,9 +34,10 @@ def test_same_bytes_in_two_roots_and_another_process(tmp_path):
     d, w = _first(a, PREFILL, lambda w: w.axes["num_seqs"] >= 3 and w.axes["total_seq_len"] < 300)
     fa = load_blobs(a, d, w).files[0]
     _, wb = _first(b, PREFILL, lambda x: x.uuid == w.uuid)
-    code = ("import sys; sys.path.insert(0, %r); from harness.data.dataset import Dataset; from harness.eval.inputs import "
-            "load_blobs; ds = Dataset(%r); d = ds.definition(%r); w = [x for x in ds.workloads(d) if x.uuid == %r][0];"
-            " load_blobs(ds, d, w)") % (str(Dataset().root.parent), str(b.root), PREFILL, w.uuid)
+    code = ("import sys; sys.path.insert(0, %r); from harness.data.dataset import Dataset; "
+            "from harness.eval.inputs import load_blobs; ds = Dataset(%r); d = ds.definition(%r); "
+            "w = [x for x in ds.workloads(d) if x.uuid == %r][0]; load_blobs(ds, d, w)"
+            ) % (str(Dataset().root.parent), str(b.root), PREFILL, w.uuid)
     subprocess.run([sys.executable, "-c", code], check=True)
     fb = b.blob_path(w.inputs["q"].path)
     assert hashlib.sha256(fa.read_bytes()).hexdigest() == hashlib.sha256(fb.read_bytes()).hexdigest()
@@ -89,7 +90,8 @@ def test_bad_blobs_are_refused_by_name(tmp_path):
         load_blobs(ds, d, w)
     from safetensors.torch import save_file
     save_file({"x": torch.zeros(3, 2), "y": torch.zeros(4, 2)}, str(real))
-    with pytest.raises(DataError, match=r"tensor 'x' \(input 'x'\) is \(3, 2\) torch.float32; the definition wants \(4, 2\)"):
+    with pytest.raises(DataError,
+                       match=r"tensor 'x' \(input 'x'\) is \(3, 2\) torch.float32; the definition wants \(4, 2\)"):
         load_blobs(ds, d, w)
     save_file({"y": torch.zeros(4, 2)}, str(real))
     with pytest.raises(DataError, match="tensor_key 'x' .* not in file"):

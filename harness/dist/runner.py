@@ -144,8 +144,8 @@ class RayRunner:
         now = time.monotonic()
         for slot in self.slots:
             if slot.ready is not None and now >= slot.asked + self.opts.ray.start_s:
-                raise DataError("--ray", f"a Ray actor was not ready {self.opts.ray.start_s:g} s after it was asked for",
-                                "the cluster may lack free GPUs/CPUs (other jobs?): see `ray status`")
+                raise DataError("--ray", f"a Ray actor was not ready {self.opts.ray.start_s:g} s after it was "
+                                "asked for", "the cluster may lack free GPUs/CPUs (other jobs?): see `ray status`")
             if slot.future is not None and now >= slot.sent + self.limit:
                 pair = slot.pair
                 self.ray.kill(slot.actor)

@@ -30,8 +30,9 @@ def summary_table(results):
         c, p = ev.correctness, ev.performance
         speedup = p.speedup_factor if p and _official(r.trace) else None
         axes = ",".join(f"{k}={v}" for k, v in r.workload.axes.items())
-        rows.append(f"{i:>3} {r.workload.uuid[:8]:<10} {axes[:40]:<40} {r.solution.name[:22]:<22} {ev.status.value:<20} "
-                    f"{fmt_float(c.max_absolute_error if c else None):>9} {fmt_float(c.max_relative_error if c else None):>9} "
+        abs_err, rel_err = (c.max_absolute_error, c.max_relative_error) if c else (None, None)
+        rows.append(f"{i:>3} {r.workload.uuid[:8]:<10} {axes[:40]:<40} {r.solution.name[:22]:<22} "
+                    f"{ev.status.value:<20} {fmt_float(abs_err):>9} {fmt_float(rel_err):>9} "
                     f"{fmt_float(p.latency_ms if p else None, '.4f'):>9} {fmt_float(speedup, '.2f'):>8}")
     return "\n".join(rows)
 

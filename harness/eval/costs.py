@@ -27,7 +27,8 @@ def summarize(costs):
     if not costs:
         return {"pairs": 0}
     walls = [c.wall_s for c in costs]
-    out = {"pairs": len(costs), "wall_s_total": round(sum(walls), 3), "wall_s_median": round(statistics.median(walls), 4)}
+    out = {"pairs": len(costs), "wall_s_total": round(sum(walls), 3),
+           "wall_s_median": round(statistics.median(walls), 4)}
     timed = [c for c in costs if c.latency_ms is not None]
     if timed:
         over = [max(0.0, c.wall_s - c.latency_ms * 1e-3 * c.calls) for c in timed]

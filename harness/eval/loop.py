@@ -60,8 +60,9 @@ def evaluate(dataset, definition, workloads, solutions, opts, stats=None):
             rejected[sol.name] = problem
             print(f"{definition.name}: {sol.name}: COMPILE_ERROR on every workload, found in its sources before "
                   f"any child started: {problem}")
-    builds = Prebuild([s for s in solutions if s.name not in rejected and any((s.name, w.uuid) not in done
-                                                                              for w in workloads)], default_prepare_jobs())
+    to_build = [s for s in solutions
+                if s.name not in rejected and any((s.name, w.uuid) not in done for w in workloads)]
+    builds = Prebuild(to_build, default_prepare_jobs())
     cache = ReferenceLatencyCache(opts.reference_cache) if opts.reference_cache else ReferenceLatencyCache()
     results = []
     ref_cfg = reference_config(definition, opts)

@@ -63,7 +63,8 @@ class Recorder:
     """Writes each pair's trace and extras line and keeps its PairResult (in arrival order) in `results`."""
 
     def __init__(self, definition, opts, ref_timing_label, bar, results):
-        self.definition, self.opts, self.label, self.bar, self.results = definition, opts, ref_timing_label, bar, results
+        self.definition, self.opts, self.label = definition, opts, ref_timing_label
+        self.bar, self.results = bar, results
 
     def skipped(self, workload, solution):
         self.results.append(PairResult(workload, solution, None, skipped=True))

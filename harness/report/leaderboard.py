@@ -170,11 +170,12 @@ def _markdown(definition, g, table, line, facts, copies):
     warnings = warning_table(g)
     md = [f"# Leaderboard: {definition}", "", f"Provenance: {line}", "",
           "Ranked by `gated_speedup_vs_baseline`, the official figure: the mean of FlashInfer baseline latency / "
-          "latency over the workloads the baseline passed, and 0 when any workload failed or has no trace. Ties (all the failing "
-          "entries) are broken by `speedup_vs_baseline`, the same mean over the workloads both passed, ungated. "
-          "`mean_latency_us` and the bucket columns average the PASSED workloads only. `win_rate_vs_ours`: the "
-          "fraction of all workloads where both passed and the entry was faster than ours. Latencies in "
-          "microseconds.", "", _md_table(_display(table), ".3f"), "", f"![{definition}]({definition}.png)", "",
+          "latency over the workloads the baseline passed, and 0 when any workload failed or has no trace. "
+          "Ties (all the failing entries) are broken by `speedup_vs_baseline`, the same mean over the workloads "
+          "both passed, ungated. `mean_latency_us` and the bucket columns average the PASSED workloads only. "
+          "`win_rate_vs_ours`: the fraction of all workloads where both passed and the entry was faster than ours. "
+          "Latencies in microseconds.", "", _md_table(_display(table), ".3f"), "",
+          f"![{definition}]({definition}.png)", "",
           *copies, "## Failures", "", "The reason is the evaluator's message or the end of the last traceback in "
           "the trace log; reasons that differ only in numbers are grouped.", "", *failure_sections(g),
           "## Harness warnings", "", "Beyond the official checks (docs/differences.md); they do not change a "

@@ -41,7 +41,8 @@ def load_rows(out_dirs, definitions):
                                  and x["input_digest"] == ev.environment.libs.get("input_digest")
                                  and x["hardware"] == ev.environment.hardware), None)
                     if late:
-                        ref_ms, ref_timing = late["reference_latency_ms"], f"{late['reference_timing']} ({late['source']})"
+                        ref_ms = late["reference_latency_ms"]
+                        ref_timing = f"{late['reference_timing']} ({late['source']})"
                 rows.append({
                     "definition": definition.name, "solution": tr.solution, "author": tp.parent.parent.name,
                     "uuid": tr.workload.uuid, **{f"axis_{k}": v for k, v in tr.workload.axes.items()},
@@ -429,8 +430,9 @@ def write_report(out_dir, definitions, sources=None, title="GDN track evaluation
                "", _md_table(prep, ".1f"), "", _md_table(pairs, ".2f"), ""]
     runs = runs_table(out_dir)
     if runs is not None:
-        md += ["## Runs (make eval)", "", f"Each `make eval` pass over a definition, from {Path(out_dir).name}/runs.jsonl "
-               "(wall time of the whole pass: preparation, reference timing, all pairs).", "", _md_table(runs, ".1f"), ""]
+        md += ["## Runs (make eval)", "",
+               f"Each `make eval` pass over a definition, from {Path(out_dir).name}/runs.jsonl (wall time of the "
+               "whole pass: preparation, reference timing, all pairs).", "", _md_table(runs, ".1f"), ""]
     for definition, g in df.groupby("definition"):
         axes = [c for c in g.columns if c.startswith("axis_") and g[c].notna().any()]
         cols = ["uuid", *axes, "solution", "status", "latency_us", "reference_us", "speedup_vs_reference",
