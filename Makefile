@@ -4,6 +4,9 @@
 PY ?= $(if $(wildcard .venv/bin/python),.venv/bin/python,python3)
 # A GPU host usually has torch already (the H200 image does, with no package index): use it as it is.
 GPU_PY = if python3 -c "import torch" 2>/dev/null; then py=python3; else $(MAKE) venv || exit 1; py=.venv/bin/python; fi
+# exit with the message $(1) unless torch sees a CUDA GPU (a comma in it is written $(,): call splits on commas)
+, := ,
+NEED_CUDA = $$py -c "import sys, torch; sys.exit(0 if torch.cuda.is_available() else '$(strip $(1))')"
 RUN_ARGS = $(foreach d,$(DEF),--definition $(d)) $(if $(WORKLOADS),--workloads $(WORKLOADS)) \
            $(if $(DEVICE),--device $(DEVICE)) $(if $(OUT),--out $(OUT)) $(ARGS)
 
@@ -34,8 +37,8 @@ test: .venv/.installed
 	.venv/bin/python -m pytest -m "not gpu" -q -n auto --dist worksteal
 
 test-gpu:
-	@$(GPU_PY); $$py -c "import sys, torch; sys.exit(0 if torch.cuda.is_available() else \
-	  'make test-gpu: no CUDA GPU here (make test runs every test that is not GPU-marked)')" && $$py -m pytest -m gpu -q
+	@$(GPU_PY); $(call NEED_CUDA,make test-gpu: no CUDA GPU here (make test runs every test that is not GPU-marked)) \
+	  && $$py -m pytest -m gpu -q
 
 eval:
 	@$(GPU_PY); $$py -m harness full $(RUN_ARGS)
@@ -53,8 +56,8 @@ compare:
 
 # FROM: a folder of pre-packed JSONs (<definition>/<name>.json) where there is no network to clone from
 public:
-	@$(GPU_PY); $$py -c "import sys, torch; sys.exit(0 if torch.cuda.is_available() else \
-	  'make public: the entries are timed on a CUDA GPU, none here (on a CPU: gdn-harness public fetch, list, eval)')" \
+	@$(GPU_PY); $(call NEED_CUDA,make public: the entries are timed on a CUDA GPU$(,) none here \
+	  (on a CPU: gdn-harness public fetch$(,) list$(,) eval)) \
 	  && { $$py -m harness public fetch $(if $(FROM),--from $(FROM)); $$py -m harness public run $(RUN_ARGS); }
 
 package:

@@ -128,16 +128,17 @@ def run_fidelity(dataset, plans, opts_of, out, fib, harness_again=False):
             lay_out_root(root, dataset, definition, solutions)
         opts = {h: replace(opts_of(definition, h), isolation=ISOLATION_OF_RUNNER[fib.plan.runner])
                 for h in (folders[0], *folders[3:])}
+        turns = (folders[0], folders[1], *folders[3:], folders[2])
         for k in range(0, len(workloads), CHUNK):
             chunk = workloads[k:k + CHUNK]
-            turns = (folders[0], folders[1], *folders[3:], folders[2])
             print(f"{definition.name}: workloads {k + 1}-{k + len(chunk)} of {len(workloads)}: "
                   + ", ".join(TURN_NAMES[f.name] for f in turns) + f" (FlashInfer-Bench's {fib.plan.runner} "
                   "runner)")
             for folder in turns:
                 if folder in opts:
                     run_definition(dataset, definition, chunk, solutions, opts[folder], table=False)
-                    write_missing_blobs(dataset, definition, chunk, opts[folder])
+                    if folder == folders[0]:   # FIB's turn comes next
+                        write_missing_blobs(dataset, definition, chunk, opts[folder])
                 else:
                     fib.run(folder, dataset, definition, solutions, chunk)
     return folders
