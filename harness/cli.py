@@ -226,7 +226,7 @@ def build_parser():
     p.add_argument("--out", default=None, metavar="DIR", help="output folder (default: results/package)")
     p.add_argument("--dataset", default=None, metavar="DIR", help="dataset root (default: the repo's workloads/)")
     p.set_defaults(func=cmd_package)
-    from harness.public import add_public_parser
+    from harness.public.commands import add_public_parser
     add_public_parser(sub)
     return parser
 
@@ -382,8 +382,8 @@ def cmd_compare(args):
 
 def _print_state_copy(out, definition, order):
     """The --state-copy means per bucket and each solution's latency over them, as the report gives them."""
+    from harness.report.rows import load_rows
     from harness.report.state_copy import copy_ratios, load_copies
-    from harness.report.summary import load_rows
 
     means, ratios = copy_ratios(load_rows([out], [definition]), load_copies([out], definition), order)
     print(f"state copy (us) and each solution's latency over it:\n{means.to_string(index=False)}\n"
@@ -401,7 +401,8 @@ def cmd_bench(args):
 
 
 def cmd_report(args):
-    from harness.report.summary import load_rows, write_report
+    from harness.report.rows import load_rows
+    from harness.report.summary import write_report
 
     dataset = dataset_of(args)
     for run in args.runs:

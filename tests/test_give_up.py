@@ -10,7 +10,7 @@ from harness.eval.child import TimingConfig
 from harness.eval.give_up import GiveUpRule, input_elements
 from harness.eval.loop import evaluate
 from harness.eval.options import EvalOptions, differences
-from harness.public import given_up
+from harness.public.board import given_up
 from tests.toy import make_toy_root, toy_solution
 
 GOOD = "def run(x, y, alpha, z):\n    z.copy_(x + alpha * y)\n"
@@ -90,7 +90,7 @@ def test_a_solution_that_spent_its_budget_is_not_run_on_the_rest(tmp_path):
 
 
 def test_the_leaderboard_lists_the_pairs_given_up_on(tmp_path):
-    from harness.public import _append_not_run
+    from harness.public.board import _append_not_run
     md = tmp_path / "board.md"
     md.write_text("# board\n")
     _append_not_run(md, [], {"slow-entry": {"not run: it timed out on 2 workload(s) with no larger inputs "

@@ -10,8 +10,9 @@ from harness.data.dataset import Dataset, append_trace, trace_path
 from harness.data.trace import Correctness, Environment, Evaluation, Performance, Status, Trace
 from harness.data.workload import InputSpec, Workload
 from harness.eval.timing import CPU_LABEL
-from harness.report.summary import (OFFICIAL_SENTENCE, load_all_traces, load_rows, official_scores, summarize,
-                                    track_scores, write_report)
+from harness.report.official_score import OFFICIAL_SENTENCE, official_scores
+from harness.report.rows import load_all_traces, load_rows
+from harness.report.summary import summarize, track_scores, write_report
 
 DS = Dataset()
 DECODE = DS.definition("gdn_decode_qk4_v8_d128_k_last")

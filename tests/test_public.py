@@ -7,9 +7,12 @@ from pathlib import Path
 
 import pytest
 
-from harness import public
+import harness.public.commands
+import harness.public.fetch
 from harness.data.jsonio import DataError
-from harness.public import PublicEntry, fetch, load_entries, public_solutions, runnable
+from harness.public.entries import ENTRIES, PublicEntry, facts_from_manifest, load_entries
+from harness.public.fetch import fetch
+from harness.public.runs_here import TRITON_ON_CPU, public_solutions, runnable
 from harness.data.solution import Solution
 
 SHARED = Path("/work/shared/public")
@@ -94,10 +97,10 @@ def upstream(tmp_path):
 
 def test_fetch_from_git_packs_the_folder_at_its_commit(upstream, tmp_path, monkeypatch):
     repo, first = upstream
-    monkeypatch.setattr(public, "url_for", lambda name: str(repo))
+    monkeypatch.setattr(harness.public.fetch, "url_for", lambda name: str(repo))
     clones = []
-    real_clone = public.clone
-    monkeypatch.setattr(public, "clone", lambda *a: clones.append(a[0]) or real_clone(*a))
+    real_clone = harness.public.fetch.clone
+    monkeypatch.setattr(harness.public.fetch, "clone", lambda *a: clones.append(a[0]) or real_clone(*a))
     entries = [entry("folder", commit=first, dps=False, dependencies=["apache-tvm-ffi"]),
                entry("one-file", commit=first, path="single.py", entry_point="single.py::run"),
                entry("gone", commit=first, path="nowhere")]
@@ -119,24 +122,25 @@ def test_fetch_from_git_packs_the_folder_at_its_commit(upstream, tmp_path, monke
 
 def test_fetch_from_git_an_unknown_commit_is_not_fetched(upstream, tmp_path, monkeypatch):
     repo, _ = upstream
-    monkeypatch.setattr(public, "url_for", lambda name: str(repo))
+    monkeypatch.setattr(harness.public.fetch, "url_for", lambda name: str(repo))
     (result,) = fetch([entry("x", commit="f" * 40)], tmp_path / "cache")
     assert result.status == "not fetched" and f"git checkout {'f' * 40}" in result.reason
 
 
 def test_fetch_from_git_a_failed_clone_after_a_good_one_is_that_repository_only(upstream, tmp_path, monkeypatch):
     repo, first = upstream
-    monkeypatch.setattr(public, "url_for", lambda name: str(repo if name == "owner/repo" else tmp_path / "gone"))
+    monkeypatch.setattr(harness.public.fetch, "url_for",
+                        lambda name: str(repo if name == "owner/repo" else tmp_path / "gone"))
     good, gone = fetch([entry("good", commit=first), entry("gone", repo="other/repo")], tmp_path / "cache")
     assert good.status == "fetched"
     assert gone.status == "not fetched" and gone.reason.startswith("git clone ") and "network" not in gone.reason
 
 
 def test_fetch_without_network_says_so_for_every_entry(tmp_path, monkeypatch):
-    monkeypatch.setattr(public, "url_for", lambda name: str(tmp_path / "no-such-host" / name))
+    monkeypatch.setattr(harness.public.fetch, "url_for", lambda name: str(tmp_path / "no-such-host" / name))
     clones = []
-    real_clone = public.clone
-    monkeypatch.setattr(public, "clone", lambda *a: clones.append(a[0]) or real_clone(*a))
+    real_clone = harness.public.fetch.clone
+    monkeypatch.setattr(harness.public.fetch, "clone", lambda *a: clones.append(a[0]) or real_clone(*a))
     results = fetch([entry("a"), entry("b", repo="other/repo")], tmp_path / "cache")
     assert [r.status for r in results] == ["not fetched", "not fetched"]
     assert clones == ["owner/repo"]                      # the first failure stops further attempts
@@ -146,7 +150,7 @@ def test_fetch_without_network_says_so_for_every_entry(tmp_path, monkeypatch):
 
 
 def test_fetch_without_git(tmp_path, monkeypatch):
-    monkeypatch.setattr(public.shutil, "which", lambda name: None)
+    monkeypatch.setattr(harness.public.fetch.shutil, "which", lambda name: None)
     (result,) = fetch([entry("a")], tmp_path / "cache")
     assert result.status == "not fetched" and result.reason.startswith("network needed: git is not installed")
 
@@ -154,7 +158,7 @@ def test_fetch_without_git(tmp_path, monkeypatch):
 def test_runnable():
     triton, cuda, python = entry("t", language="triton"), entry("c", language="cuda"), entry("p")
     tvm_python = entry("p2", needs=["tvm-ffi"])
-    assert runnable(triton, None) == (False, public.TRITON_ON_CPU)
+    assert runnable(triton, None) == (False, TRITON_ON_CPU)
     assert runnable(cuda, None) == (False, "needs a CUDA GPU")
     assert runnable(tvm_python, None) == (False, "needs a CUDA GPU")
     assert runnable(python, None)[0]
@@ -173,7 +177,7 @@ def test_facts_file_loads_with_40_unique_entries():
     assert len(entries) == 40 and len({e.name for e in entries}) == 40
     assert {e.runs_on_sm90 for e in entries} <= {"yes", "no", "unknown"}
     assert all(e.definition in (DECODE, "gdn_prefill_qk4_v8_d128_k_last") for e in entries)
-    assert json.loads(public.ENTRIES.read_text())["not_packed"]
+    assert json.loads(ENTRIES.read_text())["not_packed"]
 
 
 def test_load_entries_refuses_unknown_keys(tmp_path):
@@ -187,7 +191,7 @@ def test_load_entries_refuses_unknown_keys(tmp_path):
 def test_facts_file_is_what_the_manifest_gives():
     manifest = json.loads((SHARED / "manifest.json").read_text())
     not_packed = json.loads((SHARED / "not_packed.json").read_text())
-    assert public.facts_from_manifest(manifest, not_packed) == json.loads(public.ENTRIES.read_text())
+    assert facts_from_manifest(manifest, not_packed) == json.loads(ENTRIES.read_text())
 
 
 @pytest.mark.skipif(not SHARED.is_dir(), reason="no /work/shared/public here")
@@ -199,14 +203,14 @@ def test_fetch_from_the_shared_folder(tmp_path):
 
 def parser():
     p = argparse.ArgumentParser()
-    public.add_public_parser(p.add_subparsers(dest="command"))
+    harness.public.commands.add_public_parser(p.add_subparsers(dest="command"))
     return p
 
 
 def test_cli_fetch_and_list(folder, tmp_path, monkeypatch, capsys):
     root, entries = folder
-    monkeypatch.setattr(public, "load_entries", lambda: entries)
-    monkeypatch.setattr(public, "device_capability_here", lambda: None)
+    monkeypatch.setattr(harness.public.commands, "load_entries", lambda: entries)
+    monkeypatch.setattr(harness.public.commands, "device_capability_here", lambda: None)
     cache = tmp_path / "cache"
     args = parser().parse_args(["public", "fetch", "--from", str(root), "--cache", str(cache)])
     assert args.func(args) == 1                          # not every entry was fetched
@@ -227,8 +231,8 @@ def test_cli_fetch_and_list(folder, tmp_path, monkeypatch, capsys):
 
 
 def test_cli_fetch_prints_a_repeated_reason_once(tmp_path, monkeypatch, capsys):
-    monkeypatch.setattr(public, "load_entries", lambda: [entry("a"), entry("b")])
-    monkeypatch.setattr(public, "url_for", lambda name: str(tmp_path / "no-such-host"))
+    monkeypatch.setattr(harness.public.commands, "load_entries", lambda: [entry("a"), entry("b")])
+    monkeypatch.setattr(harness.public.fetch, "url_for", lambda name: str(tmp_path / "no-such-host"))
     args = parser().parse_args(["public", "fetch", "--cache", str(tmp_path / "cache")])
     assert args.func(args) == 1
     out = capsys.readouterr().out.splitlines()

@@ -6,10 +6,11 @@ import torch
 
 import harness.eval.console
 import harness.report.leaderboard
-import harness.public
+import harness.public.commands
 import harness.eval.timing_cuda
 from harness.cli import main
-from harness.public import load_entries
+from harness.public.entries import load_entries
+from harness.public.runs_here import runnable
 from harness.data.resolve import reference_solution
 from harness.eval.give_up import GiveUpRule
 
@@ -20,7 +21,7 @@ def test_public_run_puts_every_runnable_entry_beside_ours_and_lists_the_rest(mon
     monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
     monkeypatch.setattr(torch.cuda, "get_device_name", lambda *a: "NVIDIA H200")
     monkeypatch.setattr(harness.eval.timing_cuda, "resolve_timer", lambda timer: "cupti")
-    monkeypatch.setattr(harness.public, "device_capability_here", lambda: (9, 0))
+    monkeypatch.setattr(harness.public.commands, "device_capability_here", lambda: (9, 0))
 
     def fetched(cache, definition, entries, capability):
         from harness.data.dataset import Dataset
@@ -29,7 +30,7 @@ def test_public_run_puts_every_runnable_entry_beside_ours_and_lists_the_rest(mon
         return [sol], [(decode[0], "not runnable here: does not run on sm_90: made up")]
 
     calls = []
-    monkeypatch.setattr(harness.public, "public_solutions", fetched)
+    monkeypatch.setattr(harness.public.commands, "public_solutions", fetched)
     monkeypatch.setattr(harness.eval.console, "run_definition",
                         lambda ds, d, w, sols, opts, stats=None, table=True:
                         calls.append((d.name, [s.name for s in sols], w, opts)) or [])
@@ -70,8 +71,8 @@ def test_public_run_takes_extra_solutions_and_refuses_a_name_twice(monkeypatch, 
     monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
     monkeypatch.setattr(torch.cuda, "get_device_name", lambda *a: "NVIDIA H200")
     monkeypatch.setattr(harness.eval.timing_cuda, "resolve_timer", lambda timer: "cupti")
-    monkeypatch.setattr(harness.public, "device_capability_here", lambda: (9, 0))
-    monkeypatch.setattr(harness.public, "public_solutions", lambda *a: ([], []))
+    monkeypatch.setattr(harness.public.commands, "device_capability_here", lambda: (9, 0))
+    monkeypatch.setattr(harness.public.commands, "public_solutions", lambda *a: ([], []))
     calls, opts_seen = [], []
     monkeypatch.setattr(harness.eval.console, "run_definition",
                         lambda ds, d, w, sols, opts, stats=None, table=True: calls.append([s.name for s in sols])
@@ -96,7 +97,7 @@ def test_public_report_rewrites_the_leaderboard_of_a_folder_for_the_gpu_it_was_t
                                                                                           capsys):
     definition = "gdn_decode_qk4_v8_d128_k_last"
     entries = [e for e in load_entries() if e.definition == definition]
-    traced, unrunnable = entries[0], next(e for e in entries if not harness.public.runnable(e, (9, 0))[0])
+    traced, unrunnable = entries[0], next(e for e in entries if not runnable(e, (9, 0))[0])
     trace = {"definition": definition, "workload": {}, "solution": traced.name, "evaluation": {
         "environment": {"hardware": "NVIDIA H200", "libs": {"compute_capability": "9.0"}}}}
     (tmp_path / "traces" / "a" / "gdn").mkdir(parents=True)

@@ -46,7 +46,8 @@ def test_budget_leaves_the_rest_unprofiled_and_the_report_says_so(tmp_path, caps
     assert math.isnan(track.iloc[0].track_score_vs_reference)
     text = (out / "report.md").read_text()
     assert "Reference latency missing" in text and "## Harness run time" in text
-    from harness.report.summary import load_rows, run_time
+    from harness.report.rows import load_rows
+    from harness.report.summary import run_time
     prep, pairs = run_time(load_rows([tmp_path / "out"], [definition]))
     assert prep.workloads.tolist() == [3] and prep.prepare_s.iloc[0] > 0
     assert pairs.pairs.tolist() == [3] and pairs.pairs_s.iloc[0] > 0

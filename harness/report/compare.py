@@ -7,7 +7,9 @@ from pathlib import Path
 
 import pandas as pd
 
-from harness.report.summary import _md_table, load_rows, provenance, provenance_line
+from harness.report.markdown import md_table
+from harness.report.provenance import provenance, provenance_line
+from harness.report.rows import load_rows
 
 T_BUCKETS = [(0, 64, "T<64"), (64, 512, "T<512"), (512, 2048, "T<2048"), (2048, 8192, "T<8192"),
              (8192, math.inf, "T=8192")]
@@ -107,11 +109,11 @@ def write_comparison(out_dir, definition, base, sources=None):
     else:
         where = (f"The solutions come from {runs.run.nunique()} runs (same inputs, timer and GPU model; solutions "
                  "with the same run number ran interleaved per workload), so ratios across runs also carry "
-                 "run-to-run variation.\n\n" + _md_table(runs))
+                 "run-to-run variation.\n\n" + md_table(runs))
     copies = copy_section(df, load_copies(sources or [out_dir], definition), list(summary.solution))
     md += ["", "Ratios are latency / base latency (> 1 means slower than the base). " + where, "", "## Summary", "",
-           _md_table(summary), "", "## By bucket", "", _md_table(buckets), "", f"![{stem}]({stem}.png)", "", *copies,
-           "## Per workload", "", _md_table(wide.assign(uuid=wide.uuid.str[:8]), ".4g"), ""]
+           md_table(summary), "", "## By bucket", "", md_table(buckets), "", f"![{stem}]({stem}.png)", "", *copies,
+           "## Per workload", "", md_table(wide.assign(uuid=wide.uuid.str[:8]), ".4g"), ""]
     (out / f"{stem}.md").write_text("\n".join(md) + "\n")
     _plot(wide, buckets, base, out / f"{stem}.png", stem, line)
     return out, summary, buckets

@@ -9,7 +9,9 @@ from pathlib import Path
 import pandas as pd
 
 from harness.report.compare import bucket_of, bucket_order
-from harness.report.summary import _md_table, load_all_traces, load_rows, summarize
+from harness.report.markdown import md_table
+from harness.report.rows import load_all_traces, load_rows
+from harness.report.summary import summarize
 
 KEY = ["definition", "solution", "uuid"]
 
@@ -139,12 +141,12 @@ def write_agreement(out_dir, definitions, runs, names, stem, title=None):
           + (f" `within_noise`: the share of workloads whose ratio lies inside the min-max range of {b_name} again "
              f"against {b_name}; `within_noise_if_same`: the share expected were the {a_name} run one more "
              f"{b_name} run ((k - 1) / (k + 1) for k noise pairs)." if runs.b_again else ""), "",
-          "## Agreement", "", _md_table(table, ".4f"), "",
-          "## Median ratio by batch size / T bucket", "", _md_table(buckets, ".4f"), "",
+          "## Agreement", "", md_table(table, ".4f"), "",
+          "## Median ratio by batch size / T bucket", "", md_table(buckets, ".4f"), "",
           "## Scores vs the FlashInfer baseline, both rules", "",
           "harness_rule: mean speedup over the last trace per pair, 0 unless every pair passed; official_rule: "
           "FlashInfer-Bench's own (best PASSED trace per workload; any trace not PASSED makes it 0).", "",
-          _md_table(score, ".4f"), ""]
+          md_table(score, ".4f"), ""]
     differ = pairs[pairs.status_a != pairs.status_b]
     md += ["## Verdicts that differ", ""]
     md += [f"- {r.definition} {r.solution} {r.uuid}: {a_name} {r.status_a}, {b_name} {r.status_b}"

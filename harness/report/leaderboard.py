@@ -8,11 +8,14 @@ from pathlib import Path
 
 import pandas as pd
 
-from harness.report.compare import bucket_of, bucket_order
 from harness.eval.console import failure_reason
-from harness.report.state_copy import copy_section, load_copies
-from harness.report.summary import _lib_values, _md_table, _timers, load_rows, provenance_line, summarize
 from harness.eval.timing import CPU_LABEL
+from harness.report.compare import bucket_of, bucket_order
+from harness.report.markdown import md_table
+from harness.report.provenance import lib_values, provenance_line, timers
+from harness.report.rows import load_rows
+from harness.report.state_copy import copy_section, load_copies
+from harness.report.summary import summarize
 
 MAX_GROUPS = 8  # distinct failure reasons / warnings shown per entry and status; the rest are counted
 
@@ -135,12 +138,12 @@ def provenance_table(g, facts):
     """Per entry: its code (repo@commit where known), the harness commit(s), GPU, timer and inputs."""
     rows = []
     for solution, s in g.groupby("solution", sort=False):
-        libs = _lib_values(s)
+        libs = lib_values(s)
         rows.append({"solution": solution, "author": s.author.iloc[0],
                      "code": facts.get(solution) or facts.get(_original_name(s.iloc[0])) or "-",
                      "solution_digest": ", ".join(sorted(libs.get("solution_digest", {"?"}))),
                      "harness": ", ".join(sorted(libs.get("harness", {"?"}))),
-                     "gpu": ", ".join(sorted(set(s.hardware))), "timer": ", ".join(_timers(s)) or "-",
+                     "gpu": ", ".join(sorted(set(s.hardware))), "timer": ", ".join(timers(s)) or "-",
                      "inputs": ", ".join(sorted(set(s.inputs))), "source": ", ".join(sorted(set(s.source)))})
     return pd.DataFrame(rows)
 
@@ -174,14 +177,14 @@ def _markdown(definition, g, table, line, facts, copies):
           "Ties (all the failing entries) are broken by `speedup_vs_baseline`, the same mean over the workloads "
           "both passed, ungated. `mean_latency_us` and the bucket columns average the PASSED workloads only. "
           "`win_rate_vs_ours`: the fraction of all workloads where both passed and the entry was faster than ours. "
-          "Latencies in microseconds.", "", _md_table(_display(table), ".3f"), "",
+          "Latencies in microseconds.", "", md_table(_display(table), ".3f"), "",
           f"![{definition}]({definition}.png)", "",
           *copies, "## Failures", "", "The reason is the evaluator's message or the end of the last traceback in "
           "the trace log; reasons that differ only in numbers are grouped.", "", *failure_sections(g),
           "## Harness warnings", "", "Beyond the official checks (docs/differences.md); they do not change a "
           "status. Warnings that differ only in numbers are counted together.", "",
-          _md_table(warnings) if len(warnings) else "No entry raised a warning.", "",
-          "## Provenance per entry", "", _md_table(provenance_table(g, facts)), ""]
+          md_table(warnings) if len(warnings) else "No entry raised a warning.", "",
+          "## Provenance per entry", "", md_table(provenance_table(g, facts)), ""]
     return "\n".join(md) + "\n"
 
 

@@ -9,7 +9,7 @@ from harness.data.dataset import extras_path
 from harness.data.jsonio import read_jsonl
 from harness.eval.state_copy import RECORD
 from harness.report.compare import bucket_of, bucket_order
-from harness.report.summary import _md_table
+from harness.report.markdown import md_table
 
 
 def load_copies(out_dirs, definition):
@@ -55,6 +55,6 @@ def copy_section(rows, copies, order):
     return ["## Against a device copy of the state", "",
             "`new_state.copy_(state)` on each workload's inputs, timed in the same run with the same timer and "
             "settings (`--state-copy`): the bytes a kernel that writes a new state moves at least. Its mean per "
-            "bucket:", "", _md_table(means), "",
+            "bucket:", "", md_table(means), "",
             "Each solution's mean latency over the workloads it passed, divided by the copy's mean on the same "
-            "workloads (1.050: 5 % slower than the copy):", "", _md_table(ratios), ""]
+            "workloads (1.050: 5 % slower than the copy):", "", md_table(ratios), ""]
