@@ -86,7 +86,7 @@ def test_killed_run_loses_nothing_and_resumes(tmp_path):
     flag.unlink()
     done = subprocess.run(cmd + ["--resume"], cwd=REPO, capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr
-    assert "1 skipped: already traced for the same content" in done.stdout
+    assert "1 kept from an earlier run (same content, hardware and settings)" in done.stdout
     rows = [json.loads(x) for x in traces.read_text().splitlines()]
     assert sorted(t["workload"]["uuid"] for t in rows) == ["w-blob", "w-random", "w-standin"]
     assert all(t["evaluation"]["status"] == "PASSED" for t in rows)

@@ -156,7 +156,7 @@ def test_resume_skips_the_same_content_and_no_resume_replaces_without_duplicates
     assert run("--solution", sol) == 0
     first = _traces(tmp)
     assert run("--solution", sol) == 0
-    assert "3 skipped: already traced for the same content" in capsys.readouterr().out
+    assert "3 kept from an earlier run (same content, hardware and settings)" in capsys.readouterr().out
     assert _traces(tmp) == first
     assert run("--solution", sol, "--no-resume", "--workloads", "0-1") == 0
     again = _traces(tmp)

@@ -222,7 +222,7 @@ def test_a_killed_driver_resumes_with_one_trace_per_pair(cluster, tmp_path):
     flag.unlink()
     done = subprocess.run([*cmd, "--exit-zero"], cwd=REPO, capture_output=True, text=True, timeout=150)
     assert done.returncode == 0, done.stderr[-3000:]
-    assert f"{len(before)} skipped: already traced for the same content" in done.stdout
+    assert f"{len(before)} kept from an earlier run (same content, hardware and settings)" in done.stdout
     rows = [json.loads(x) for x in traces.read_text().splitlines()]
     assert sorted((t["workload"]["uuid"], t["solution"]) for t in rows) == sorted(
         (w, s) for w in TOY_WORKLOADS for s in ("slow", "good", "wrong"))

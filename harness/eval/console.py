@@ -19,21 +19,25 @@ def _official(trace):
     return trace.evaluation.environment.libs.get("timer") != CPU_LABEL
 
 
-def summary_table(results):
-    """The per-workload table printed at the end of a run ('-' for speedups not officially timed)."""
+def summary_table(results, index=None):
+    """The per-workload table printed at the end of a run ('-' for speedups not officially timed): every pair with a
+    trace, those kept from an earlier run (resume) marked 'kept'. '#' is the workload's index in its definition
+    (`index`: uuid -> index; what --workloads takes), else the row's number."""
     rows = [f"{'#':>3} {'workload':<10} {'axes':<40} {'solution':<22} {'status':<20} {'max_abs':>9} {'max_rel':>9} "
             f"{'lat_ms':>9} {'speedup':>8}"]
     for i, r in enumerate(results):
-        if r.skipped:
+        if r.trace is None:
             continue
         ev = r.trace.evaluation
         c, p = ev.correctness, ev.performance
         speedup = p.speedup_factor if p and _official(r.trace) else None
         axes = ",".join(f"{k}={v}" for k, v in r.workload.axes.items())
         abs_err, rel_err = (c.max_absolute_error, c.max_relative_error) if c else (None, None)
-        rows.append(f"{i:>3} {r.workload.uuid[:8]:<10} {axes[:40]:<40} {r.solution.name[:22]:<22} "
+        n = index.get(r.workload.uuid, i) if index else i
+        rows.append(f"{n:>3} {r.workload.uuid[:8]:<10} {axes[:40]:<40} {r.solution.name[:22]:<22} "
                     f"{ev.status.value:<20} {fmt_float(abs_err):>9} {fmt_float(rel_err):>9} "
-                    f"{fmt_float(p.latency_ms if p else None, '.4f'):>9} {fmt_float(speedup, '.2f'):>8}")
+                    f"{fmt_float(p.latency_ms if p else None, '.4f'):>9} {fmt_float(speedup, '.2f'):>8}"
+                    + (" kept" if r.skipped else ""))
     return "\n".join(rows)
 
 
@@ -51,11 +55,13 @@ def failure_reason(log, limit=4):
 
 
 def print_failures(results, limit=20):
-    """Every pair of this run that did not pass: its reason and its trace file (the first `limit` in full)."""
+    """Every pair that is not PASSED, evaluated in this run or kept from an earlier one: its reason and its trace
+    file (the first `limit` in full)."""
     bad = not_passed(results)
     for r in bad[:limit]:
         ev = r.trace.evaluation
-        print(f"  {ev.status.value}: {r.solution.name} on {r.workload.uuid[:8]}")
+        kept = f" (kept from an earlier run, {ev.timestamp[:19]}: --no-resume evaluates it again)" if r.skipped else ""
+        print(f"  {ev.status.value}: {r.solution.name} on {r.workload.uuid[:8]}{kept}")
         for line in failure_reason(ev.log):
             print(f"      {line[:300]}")
         print(f"      trace: {r.trace_file}")
@@ -70,9 +76,10 @@ def run_definition(dataset, definition, workloads, solutions, opts, stats=None, 
           f"traces -> {opts.out_dir}/traces/")
     results = loop.evaluate(dataset, definition, workloads, solutions, opts, stats)
     if table:
-        print(summary_table(results))
+        print(summary_table(results, {w.uuid: i for i, w in enumerate(dataset.workloads(definition))}))
     print_failures(results)
     done = [r for r in results if not r.skipped]
+    kept = [r for r in results if r.skipped and r.trace is not None]
     given_up = {}
     for r in results:
         if r.not_run:
@@ -81,8 +88,10 @@ def run_definition(dataset, definition, workloads, solutions, opts, stats=None, 
         print(f"{definition.name}: {name}: {len(rs)} pair(s) {rs[0].not_run}")
     inputs = sorted({r.trace.evaluation.environment.libs.get("inputs", "?") for r in done})
     not_run = sum(map(len, given_up.values()))
-    print(f"{definition.name}: {len(done)} pairs evaluated ({len(results) - len(done) - not_run} skipped: already "
-          f"traced for the same content" + (f"; {not_run} not run" if not_run else "") + f"), "
-          f"{len(done) - len(not_passed(results))} PASSED, {len(not_passed(results))} not; "
-          f"inputs: {', '.join(inputs) or '-'}")
+    traced = done + kept
+    bad = len(not_passed(traced))
+    print(f"{definition.name}: {len(done)} pairs evaluated"
+          + (f", {len(kept)} kept from an earlier run (same content, hardware and settings)" if kept else "")
+          + (f", {not_run} not run" if not_run else "")
+          + f"; {len(traced) - bad} PASSED, {bad} not; inputs: {', '.join(inputs) or '-'}")
     return results

@@ -52,11 +52,12 @@ class Earlier:
     spent: dict
 
 
-def earlier(out_dir, solutions, definition):
-    """Earlier of the traces (and their extras lines) a resumed run keeps in out_dir."""
+def earlier(out_dir, solutions, definition, run):
+    """Earlier of the traces (and their extras lines) a resumed run keeps in out_dir (traces.kept_traces: RunKey
+    `run`)."""
     timeouts, spent = {}, {}
     kept = set()
-    for tr in kept_traces(out_dir, solutions, definition):
+    for tr in kept_traces(out_dir, solutions, definition, run):
         kept.add((tr.solution, tr.workload.uuid))
         if tr.evaluation.status == Status.TIMEOUT:
             timeouts.setdefault(tr.solution, []).append(input_elements(definition, tr.workload))
@@ -83,7 +84,8 @@ class GiveUp:
 
     def why(self, solution, workload):
         """The reason `solution` is not run on `workload`, or None to run it."""
-        mine = [r for r in self.results if r.solution.name == solution.name and r.trace is not None]
+        # this run's own traces (the kept ones are in self.before)
+        mine = [r for r in self.results if r.solution.name == solution.name and r.trace is not None and not r.skipped]
         if self.rule.after:
             size = self.size(workload)
             sizes = list(self.before.timeouts.get(solution.name, []))

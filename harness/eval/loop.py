@@ -14,6 +14,7 @@ from harness.data.dataset import append_jsonl, extras_path
 from harness.data.trace import Status
 from harness.eval.child import Job, official_timing
 from harness.eval.costs import summarize
+from harness.eval.environment import hardware
 from harness.eval.give_up import GiveUp, earlier
 from harness.eval.options import default_prepare_jobs
 from harness.eval.payloads import prepare_in_parallel, prepare_workload
@@ -24,12 +25,12 @@ from harness.eval.reference_latency import (ReferenceLatencyCache, reference_con
                                              unprofiled_workloads, within_budget)
 from harness.eval.runners import open_runner
 from harness.eval import state_copy
-from harness.eval.traces import done_pairs, retire_traces, stale_path
+from harness.eval.traces import RunKey, eval_settings, kept_pairs, retire_traces, stale_path
 
 
 def not_passed(results):
-    """The pairs evaluated (not skipped) whose status is not PASSED."""
-    return [r for r in results if not r.skipped and r.trace.evaluation.status != Status.PASSED]
+    """The pairs whose trace, written in this run or kept from an earlier one (resume), is not PASSED."""
+    return [r for r in results if r.trace is not None and r.trace.evaluation.status != Status.PASSED]
 
 
 def official_order(solutions):
@@ -38,21 +39,32 @@ def official_order(solutions):
     return sorted(solutions, key=lambda s: (s.author, f"{s.name}.json"))
 
 
+def run_key(definition, opts):
+    """This run's hardware and settings (traces.RunKey): what a kept trace must share with it."""
+    return RunKey(hardware(opts.device), eval_settings(opts, opts.timing or official_timing(definition.name)))
+
+
 def evaluate(dataset, definition, workloads, solutions, opts, stats=None):
     """Evaluate solutions on workloads, interleaved per workload (within one, in FlashInfer-Bench's order:
     official_order). Returns PairResults in the order given (workloads, then solutions); `stats`
     (a dict, if given) receives the run's own times: parallel preparation, reference timing, whole loop."""
     out_dir = Path(opts.out_dir)
     authors = {s.name: s.author for s in solutions}
-    for name, (other, again) in retire_traces(out_dir, definition, solutions, workloads, opts.resume).items():
+    run = run_key(definition, opts)
+    for name, (other, elsewhere, again) in retire_traces(out_dir, definition, solutions, workloads, opts,
+                                                         run).items():
         where = stale_path(out_dir, authors[name], definition.op_type, definition.name)
         if other:
             print(f"{definition.name}: {name}: {other} trace(s) in {out_dir} were written for other content under "
                   f"this name (edited since, or another solution named alike): moved to {where}; evaluated again")
+        if elsewhere:
+            print(f"{definition.name}: {name}: {elsewhere} trace(s) in {out_dir} were written on other hardware or "
+                  f"with other settings than this run's ({run.hardware}; {run.settings}): moved to {where}; "
+                  "evaluated again")
         if again:
             print(f"{definition.name}: {name}: {again} earlier trace(s) of the pairs evaluated again (--no-resume) "
                   f"moved to {where}")
-    done = done_pairs(out_dir, solutions, definition) if opts.resume else set()
+    done = kept_pairs(out_dir, solutions, definition, run) if opts.resume else {}
     rejected = {}
     for sol in solutions:
         problem = static_problem(sol, definition)
@@ -86,7 +98,7 @@ def evaluate(dataset, definition, workloads, solutions, opts, stats=None):
                    disable=not opts.show_progress, leave=True, mininterval=0.1 if tty else 30.0, ascii=not tty)
         late = unprofiled_workloads(out_dir, solutions, definition) if opts.resume and opts.profile_baseline else set()
         recorder = Recorder(definition, opts, ref_timing_label, bar, results)
-        give_up = GiveUp(definition, opts.give_up, results, earlier(out_dir, solutions, definition)
+        give_up = GiveUp(definition, opts.give_up, results, earlier(out_dir, solutions, definition, run)
                          if opts.resume else None) if opts.give_up else None
         with open_runner(opts, recorder) as runner:
             runner.start([s.name for s in solutions if s.name not in rejected
@@ -144,7 +156,7 @@ def _loop(dataset, definition, workloads, solutions, opts, done, cache, runner, 
         todo = [s for s in in_order if (s.name, workload.uuid) not in done]
         for s in solutions:
             if s not in todo:
-                recorder.skipped(workload, s)
+                recorder.skipped(workload, s, done[(s.name, workload.uuid)])
         if not todo:
             if workload.uuid in copy_todo:
                 state_copy.time_and_record(dataset, definition, workload, opts)

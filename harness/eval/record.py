@@ -8,7 +8,7 @@ from harness.data.dataset import append_jsonl, append_trace, extras_path, trace_
 from harness.data.trace import Environment, Status, Trace
 from harness.eval import environment
 from harness.eval.costs import PairCost, calls_per_pair
-from harness.eval.traces import make_trace, solution_digest
+from harness.eval.traces import eval_settings, make_trace, solution_digest
 
 
 NOT_RUN = "NOT_RUN"   # the extras status of a pair given up on; never a trace's
@@ -20,7 +20,7 @@ class PairResult:
     solution: object
     trace: Trace
     warnings: list = field(default_factory=list)
-    skipped: bool = False             # not evaluated: already traced, or not run (below)
+    skipped: bool = False             # not evaluated: kept from an earlier run (trace: the kept one), or not run
     not_run: str | None = None        # why it was not run (harness/eval/give_up.py); no trace
     trace_file: Path | None = None
     cost: PairCost | None = None
@@ -66,8 +66,10 @@ class Recorder:
         self.definition, self.opts, self.label = definition, opts, ref_timing_label
         self.bar, self.results = bar, results
 
-    def skipped(self, workload, solution):
-        self.results.append(PairResult(workload, solution, None, skipped=True))
+    def skipped(self, workload, solution, kept):
+        """A pair a resumed run keeps: `kept`, its trace from an earlier run, stands for it."""
+        where = trace_path(Path(self.opts.out_dir), solution.author, self.definition.op_type, self.definition.name)
+        self.results.append(PairResult(workload, solution, kept, skipped=True, trace_file=where))
         self.bar.update(1)
 
     def not_run(self, workload, solution, why):
@@ -90,6 +92,7 @@ class Recorder:
         libs["inputs"] = prep.provenance["inputs"]
         libs["input_digest"] = prep.provenance["digest"]
         libs["solution_digest"] = solution_digest(sol)
+        libs["eval_settings"] = eval_settings(opts, pair.job.timing)
         if outcome.get("timer"):
             libs["timer"] = outcome["timer"]
         env = Environment(ran.host["hardware"], libs)

@@ -1,13 +1,14 @@
-"""Traces in the output folder: keyed by solution content (resume, stale traces moved out of traces/), and
-built from a child's outcome."""
+"""Traces in the output folder: keyed by solution content and the run's GPU and settings (resume, stale traces moved
+out of traces/), and built from a child's outcome."""
 import datetime
 import hashlib
 import json
+from dataclasses import dataclass
 from pathlib import Path
 
 from harness.data.dataset import append_jsonl_text, read_traces, trace_path
 from harness.data.jsonio import write_text_atomic
-from harness.data.trace import Correctness, Evaluation, Performance, Status, Trace
+from harness.data.trace import Correctness, Environment, Evaluation, Performance, Status, Trace
 
 
 def now():
@@ -22,19 +23,44 @@ def solution_digest(solution):
     return hashlib.sha256(json.dumps(body, sort_keys=True).encode()).hexdigest()[:16]
 
 
-def kept_traces(out_dir, solutions, definition):
-    """The traces in out_dir written for the same solution content (those a resumed run keeps)."""
+def eval_settings(opts, timing):
+    """The settings of a run that can change a trace's verdict or latency, as the readable string a trace keeps in
+    environment.libs['eval_settings']: tolerances, timeout, timing (warmup/iterations/trials), timer, seed,
+    isolation and --strict."""
+    t = opts.tolerance
+    return (f"atol={t.atol:g} rtol={t.rtol:g} matched_ratio={t.required_matched_ratio:g} timeout={opts.timeout:g}s "
+            f"timing={timing.warmup}/{timing.iters}/{timing.trials} timer={opts.timer} seed={opts.seed} "
+            f"isolation={opts.isolation} strict={int(opts.strict)}")
+
+
+@dataclass(frozen=True)
+class RunKey:
+    """What a trace must share with this run, beside its solution's content, for a resumed run to keep it: the
+    hardware it ran on and eval_settings. A trace written before traces kept their settings is matched on its
+    hardware alone."""
+    hardware: str
+    settings: str
+
+    def matches(self, env):
+        """Whether a trace's environment (its hardware and libs) is this run's."""
+        return env.hardware == self.hardware and env.libs.get("eval_settings", self.settings) == self.settings
+
+
+def kept_traces(out_dir, solutions, definition, run):
+    """The traces in out_dir written for the same solution content on the same hardware and settings (RunKey `run`):
+    those a resumed run keeps."""
     for sol in solutions:
         digest = solution_digest(sol)
         for tr in read_traces(trace_path(out_dir, sol.author, definition.op_type, definition.name)):
             if tr.solution == sol.name and tr.evaluation is not None \
-                    and tr.evaluation.environment.libs.get("solution_digest") == digest:
+                    and tr.evaluation.environment.libs.get("solution_digest") == digest \
+                    and run.matches(tr.evaluation.environment):
                 yield tr
 
 
-def done_pairs(out_dir, solutions, definition):
-    """(name, uuid) of the pairs traced in out_dir for the same solution content."""
-    return {(tr.solution, tr.workload.uuid) for tr in kept_traces(out_dir, solutions, definition)}
+def kept_pairs(out_dir, solutions, definition, run):
+    """{(name, uuid): trace} of the pairs a resumed run keeps (kept_traces; the last trace of a pair)."""
+    return {(tr.solution, tr.workload.uuid): tr for tr in kept_traces(out_dir, solutions, definition, run)}
 
 
 def stale_path(out_root, author, op_type, definition_name):
@@ -42,11 +68,12 @@ def stale_path(out_root, author, op_type, definition_name):
     return Path(out_root) / "stale" / author / op_type / f"{definition_name}.jsonl"
 
 
-def retire_traces(out_dir, definition, solutions, workloads, resume):
+def retire_traces(out_dir, definition, solutions, workloads, opts, run):
     """Move out of traces/ every trace of these solutions that a report must not read: those written for other
-    content under the same name (an edited solution, or another one named alike) and, without resume, those of the
-    pairs about to be evaluated again. They go to <out>/stale/ (appended there first, so nothing is lost if this is
-    killed); returns {solution name: (traces of other content, traces replaced)}."""
+    content under the same name (an edited solution, or another one named alike), those of other hardware or settings
+    (RunKey `run`: a CPU check before a GPU run, other tolerances...) and, without opts.resume, those of the pairs
+    about to be evaluated again. They go to <out>/stale/ (appended there first, so nothing is lost if this is killed);
+    returns {solution name: (traces of other content, of other hardware or settings, replaced)}."""
     uuids = {w.uuid for w in workloads}
     moved = {}
     for author in sorted({s.author for s in solutions}):
@@ -62,12 +89,14 @@ def retire_traces(out_dir, definition, solutions, workloads, resume):
             if name not in digests or not obj.get("evaluation"):
                 keep.append(line)
                 continue
-            other = (obj["evaluation"].get("environment") or {}).get("libs", {}).get("solution_digest") != digests[name]
-            again = not resume and obj["workload"]["uuid"] in uuids
-            if other or again:
+            env = obj["evaluation"].get("environment") or {}
+            other = env.get("libs", {}).get("solution_digest") != digests[name]
+            elsewhere = not other and not run.matches(Environment(env.get("hardware"), env.get("libs", {})))
+            again = not opts.resume and obj["workload"]["uuid"] in uuids
+            if other or elsewhere or again:
                 retire.append(line)
-                counts = moved.setdefault(name, [0, 0])
-                counts[0 if other else 1] += 1
+                counts = moved.setdefault(name, [0, 0, 0])
+                counts[0 if other else 1 if elsewhere else 2] += 1
             else:
                 keep.append(line)
         if not retire:
