@@ -1,11 +1,19 @@
 # Front door: thin wrappers over the one CLI (`gdn-harness`, or `python -m harness`); `make help` lists them.
 # Variables pass through: DEF (definition, repeatable as a space-separated list), SOLS (solutions), WORKLOADS,
 # DEVICE, OUT, BASE, ARGS (any other option, e.g. ARGS="--no-resume --isolation process").
-PY ?= $(if $(wildcard .venv/bin/python),.venv/bin/python,python3)
+# a comma in a message given to $(call ...) is written $(,): call splits its arguments on commas
+, := ,
 # A GPU host usually has torch already (the H200 image does, with no package index): use it as it is.
 GPU_PY = if python3 -c "import torch" 2>/dev/null; then py=python3; else $(MAKE) venv || exit 1; py=.venv/bin/python; fi
-# exit with the message $(1) unless torch sees a CUDA GPU (a comma in it is written $(,): call splits on commas)
-, := ,
+# The targets that also run on a CPU: .venv once made, else a python3 that has torch, else .venv made now.
+CPU_PY = if [ -f .venv/.installed ]; then py=.venv/bin/python; elif python3 -c "import torch" 2>/dev/null; then \
+  py=python3; else $(MAKE) venv || exit 1; py=.venv/bin/python; fi
+# stop with the message $(1) unless this host has an NVIDIA GPU (its device node, or nvidia-smi): checked before a
+# venv of several GB is made for nothing
+NEED_GPU = { test -e /dev/nvidiactl || test -e /dev/dxg || nvidia-smi -L >/dev/null 2>&1 \
+  || { echo "$(strip $(1))" >&2; exit 2; }; }
+CPU_HINT = on a CPU$(,) check a solution with: make check SOLS=path/to/kit DEVICE=cpu
+# exit with the message $(1) unless torch sees a CUDA GPU
 NEED_CUDA = $$py -c "import sys, torch; sys.exit(0 if torch.cuda.is_available() else '$(strip $(1))')"
 RUN_ARGS = $(foreach d,$(DEF),--definition $(d)) $(if $(WORKLOADS),--workloads $(WORKLOADS)) \
            $(if $(DEVICE),--device $(DEVICE)) $(if $(OUT),--out $(OUT)) $(ARGS)
@@ -37,34 +45,39 @@ test: .venv/.installed
 	.venv/bin/python -m pytest -m "not gpu" -q -n auto --dist worksteal
 
 test-gpu:
-	@$(GPU_PY); $(call NEED_CUDA,make test-gpu: no CUDA GPU here (make test runs every test that is not GPU-marked)) \
+	@$(call NEED_GPU,make test-gpu: no NVIDIA GPU here (make test runs every test that is not GPU-marked)); $(GPU_PY); $(call NEED_CUDA,make test-gpu: no CUDA GPU here (make test runs every test that is not GPU-marked)) \
 	  && $$py -m pytest -m gpu -q
 
 eval:
-	@$(GPU_PY); $$py -m harness full $(RUN_ARGS)
+	@$(call NEED_GPU,make eval times kernels on a CUDA GPU and this host has none; $(CPU_HINT)); $(GPU_PY); \
+	  $$py -m harness full $(RUN_ARGS)
 
 bench:
-	@$(GPU_PY); $$py -m harness bench $(foreach d,$(DEF),--definition $(d)) $(if $(OUT),--out $(OUT))
+	@$(call NEED_GPU,make bench times the harness on a CUDA GPU and this host has none); $(GPU_PY); $$py -m harness bench $(foreach d,$(DEF),--definition $(d)) $(if $(OUT),--out $(OUT))
 
 check:
 	@test -n "$(SOLS)" || { echo "usage: make check SOLS='path/to/kit ...' [DEF=..] [WORKLOADS=..] [DEVICE=cpu]" >&2; exit 2; }
-	$(PY) -m harness eval $(foreach s,$(SOLS),--solution $(s)) $(RUN_ARGS)
+	@$(if $(DEVICE),,$(call NEED_GPU,make check times on a CUDA GPU and this host has none: add DEVICE=cpu for a \
+	  correctness check on the CPU);) $(CPU_PY); $$py -m harness eval $(foreach s,$(SOLS),--solution $(s)) $(RUN_ARGS)
 
 compare:
 	@test -n "$(SOLS)" || { echo "usage: make compare SOLS='ours baseline ...' [BASE=name] [DEF=..] [OUT=dir]" >&2; exit 2; }
-	$(PY) -m harness compare $(foreach s,$(SOLS),--solution $(s)) $(if $(BASE),--base $(BASE)) $(RUN_ARGS)
+	@$(if $(DEVICE),,$(call NEED_GPU,make compare times on a CUDA GPU and this host has none: add DEVICE=cpu to \
+	  run the solutions side by side on the CPU (wall clock$(,) no speedups));) $(CPU_PY); \
+	  $$py -m harness compare $(foreach s,$(SOLS),--solution $(s)) $(if $(BASE),--base $(BASE)) $(RUN_ARGS)
 
 # FROM: a folder of pre-packed JSONs (<definition>/<name>.json) where there is no network to clone from
 public:
-	@$(GPU_PY); $(call NEED_CUDA,make public: the entries are timed on a CUDA GPU$(,) none here \
+	@$(call NEED_GPU,make public: the entries are timed on a CUDA GPU$(,) none here \
+	  (on a CPU: gdn-harness public fetch$(,) list$(,) eval)); $(GPU_PY); $(call NEED_CUDA,make public: the entries are timed on a CUDA GPU$(,) none here \
 	  (on a CPU: gdn-harness public fetch$(,) list$(,) eval)) \
 	  && { $$py -m harness public fetch $(if $(FROM),--from $(FROM)); $$py -m harness public run $(RUN_ARGS); }
 
 package:
-	$(PY) -m harness package $(if $(OUT),--out $(OUT))
+	@$(CPU_PY); $$py -m harness package $(if $(OUT),--out $(OUT))
 
 tune:
-	@$(GPU_PY); $$py -m harness tune
+	@$(call NEED_GPU,make tune times our kernels on a CUDA GPU and this host has none); $(GPU_PY); $$py -m harness tune
 
 clean-cache:
 	rm -rf .cache workloads/blob

@@ -245,15 +245,58 @@ def test_a_gpu_target_stops_where_the_venv_cannot_be_made(tmp_path, target):
 
     shutil.copy(REPO / "Makefile", tmp_path / "Makefile")
     (tmp_path / "pyproject.toml").write_text("")
-    (tmp_path / "bin").mkdir()
-    fake = tmp_path / "bin" / "python3"
-    fake.write_text("#!/bin/sh\nexit 1\n")   # no torch, and no venv either
-    fake.chmod(0o755)
+    _fake(tmp_path, "python3", 1)   # no torch, and no venv either
+    _fake(tmp_path, "nvidia-smi", 0)   # a GPU host
     run = subprocess.run(["make", target], cwd=tmp_path, capture_output=True, text=True,
                          env={"PATH": f"{tmp_path / 'bin'}:/usr/bin:/bin"})
     assert run.returncode != 0
     assert "not found" not in run.stdout + run.stderr, run.stdout + run.stderr
     assert ".venv/.installed" in run.stderr   # it stopped at making the venv
+
+
+def _fake(tmp_path, name, status):
+    """A command on tmp_path/bin that only exits with `status`."""
+    (tmp_path / "bin").mkdir(exist_ok=True)
+    fake = tmp_path / "bin" / name
+    fake.write_text(f"#!/bin/sh\nexit {status}\n")
+    fake.chmod(0o755)
+
+
+@pytest.mark.parametrize("target", ["eval", "bench", "tune", "public", "test-gpu", "check", "compare"])
+def test_a_gpu_target_stops_before_making_a_venv_on_a_host_without_a_gpu(tmp_path, target):
+    """No venv of several GB made on a CPU-only machine for a target that then refuses to run there; check and
+    compare without DEVICE=cpu are GPU runs too (they would run every workload on the CPU, for hours)."""
+    import os
+    import shutil
+    import subprocess
+
+    if os.path.exists("/dev/nvidiactl") or os.path.exists("/dev/dxg"):
+        pytest.skip("this host has an NVIDIA GPU")
+    shutil.copy(REPO / "Makefile", tmp_path / "Makefile")
+    _fake(tmp_path, "python3", 1)
+    _fake(tmp_path, "nvidia-smi", 1)
+    run = subprocess.run(["make", target, "SOLS=my_kit"], cwd=tmp_path, capture_output=True, text=True,
+                         env={"PATH": f"{tmp_path / 'bin'}:/usr/bin:/bin"})
+    assert run.returncode == 2, run.stdout + run.stderr
+    assert "GPU" in run.stderr and "python3 -m venv" not in run.stdout and not (tmp_path / ".venv").exists()
+    if target in ("check", "compare"):
+        assert "add DEVICE=cpu" in run.stderr
+
+
+@pytest.mark.parametrize("target", ["package", "check DEVICE=cpu SOLS=my_kit"])
+def test_a_cpu_target_makes_the_venv_where_python3_has_no_torch(tmp_path, target):
+    """make package / make check DEVICE=cpu on a fresh clone (no .venv, python3 without torch) make the venv first:
+    they ran python3 and failed with "No module named 'torch'"."""
+    import shutil
+    import subprocess
+
+    shutil.copy(REPO / "Makefile", tmp_path / "Makefile")
+    (tmp_path / "pyproject.toml").write_text("")
+    _fake(tmp_path, "python3", 1)
+    run = subprocess.run(["make", *target.split()], cwd=tmp_path, capture_output=True, text=True,
+                         env={"PATH": f"{tmp_path / 'bin'}:/usr/bin:/bin"})
+    assert run.returncode != 0
+    assert "python3 -m venv .venv" in run.stdout and ".venv/.installed" in run.stderr, run.stdout + run.stderr
 
 
 def test_make_public_stops_before_fetching_where_there_is_no_gpu(tmp_path):
