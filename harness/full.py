@@ -50,11 +50,12 @@ def ensure_packages():
     return still
 
 
-def _gpu_or_hint():
+def _gpu_or_hint(command):
+    """The GPU's name, or None after saying that `command` needs one and what to run on a CPU instead."""
     import torch
     if torch.cuda.is_available():
         return torch.cuda.get_device_name()
-    print(f"make eval times kernels and needs a CUDA GPU; none is visible here.\n{CPU_HINT}", file=sys.stderr)
+    print(f"{command} times kernels and needs a CUDA GPU; none is visible here.\n{CPU_HINT}", file=sys.stderr)
     return None
 
 
@@ -104,7 +105,7 @@ def run_full(args, argv):
     if args.device and not args.device.startswith("cuda"):
         raise DataError("--device", f"the full pass times kernels on a GPU, not on {args.device!r}",
                         "check correctness on the CPU with `gdn-harness eval --device cpu`")
-    gpu = _gpu_or_hint()
+    gpu = _gpu_or_hint("gdn-harness full (make eval)")
     if gpu is None:
         return 2
     missing = ensure_packages()
@@ -176,7 +177,7 @@ def run_bench(args):
     from harness.cli import build_parser
     from harness.data.jsonio import DataError
 
-    gpu = _gpu_or_hint()
+    gpu = _gpu_or_hint("gdn-harness bench (make bench)")
     if gpu is None:
         return 2
     slug = gpu_slug(gpu)

@@ -12,11 +12,12 @@ from harness.eval.options import default_prepare_jobs
 from harness.eval.child import TimingConfig
 
 
-def test_without_a_gpu_it_says_so_and_points_to_the_cpu_mode(monkeypatch, capsys):
+@pytest.mark.parametrize("command", ["full", "bench"])
+def test_without_a_gpu_it_says_so_and_points_to_the_cpu_mode(monkeypatch, capsys, command):
     monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
-    assert main(["full"]) == 2
+    assert main([command]) == 2
     err = capsys.readouterr().err
-    assert "needs a CUDA GPU" in err and "--device cpu" in err
+    assert f"gdn-harness {command} (make " in err and "needs a CUDA GPU" in err and "--device cpu" in err
 
 
 @pytest.mark.parametrize("name, slug", [("NVIDIA H200", "h200"), ("NVIDIA B200", "b200"),
