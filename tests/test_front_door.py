@@ -316,3 +316,16 @@ def test_make_public_stops_before_fetching_where_there_is_no_gpu(tmp_path):
     assert run.returncode != 0
     assert "make public: the entries are timed on a CUDA GPU, none here" in run.stderr
     assert "fetch" not in run.stdout
+
+
+def test_a_kit_for_a_definition_the_dataset_lacks_is_named(tmp_path, capsys):
+    """The error names the kit and its definition (it named the dataset root: "unknown definition")."""
+    import shutil
+
+    kit = tmp_path / "kit"
+    shutil.copytree(REPO / "examples" / "gdn_decode_qk4_v8_d128_k_last", kit)
+    cfg = kit / "config.toml"
+    cfg.write_text(cfg.read_text().replace('definition = "gdn_decode_qk4_v8_d128_k_last"', 'definition = "gdn_dec"'))
+    assert main(["eval", "--solution", str(kit), "--device", "cpu", "--out", str(tmp_path / "out")]) == 2
+    err = capsys.readouterr().err
+    assert f"error: {kit}: solution 'example-gdn-decode' is for definition 'gdn_dec'" in err

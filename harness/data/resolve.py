@@ -81,7 +81,11 @@ def definitions_of(args, dataset):
         elif _is_author(arg, dataset):
             names |= {s.definition for s in dataset.solutions() if s.author == arg}
         else:
-            paths |= {s.definition for s in _from_path(arg)}
+            for s in _from_path(arg):
+                if s.definition not in dataset.definitions:
+                    raise DataError(arg, f"solution {s.name!r} is for definition {s.definition!r}, which "
+                                         f"{dataset.root} does not have", f"one of {sorted(dataset.definitions)}")
+                paths.add(s.definition)
     return sorted(paths or names)
 
 
