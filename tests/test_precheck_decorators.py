@@ -1,5 +1,6 @@
 """The static pre-check (and `make package`) judges an entry point's signature only where the source says it: the
-name's one module-level binding is a def without decorators. FIB checks inspect.signature of the object the import
+name's one module-level binding is a def without decorators (or under torch's grad modes only, which keep it: see
+tests/test_precheck_more.py). FIB checks inspect.signature of the object the import
 leaves bound to the name, so a decorated entry (a wrapper taking *args, a jit-like object) or a rebound name is left
 to the build-time check in the child, which sees that object; an undecorated def with a wrong signature is still
 refused before any child starts, with the official message."""

@@ -3,10 +3,11 @@
 Validated before anything is written: config.toml's tables, keys and types; one kit per definition; the
 definition exists; FlashInfer-Bench's loader rules (Solution.from_json); the entry point exists with a signature
 that fits its style and, for a value-returning one, a return annotation FIB's build accepts (both read from the
-source, without running it, where the source says them: one undecorated def, see entry_def); every file under
-solution/<language>/ is packed with its relative path, no path is absolute or climbs out. Where the starter kit's
-own packer would write something else (files in subfolders or of other suffixes, target_hardware and dependencies
-as config.toml says, the description), it is printed."""
+source, without running it, where the source says them: one def, undecorated or under decorators that keep its
+signature such as @torch.no_grad(), see entry_def; where it does not, a note says the signature was not checked);
+every file under solution/<language>/ is packed with its relative path, no path is absolute or climbs out. Where
+the starter kit's own packer would write something else (files in subfolders or of other suffixes, target_hardware
+and dependencies as config.toml says, the description), it is printed."""
 import ast
 import inspect
 import re
@@ -52,27 +53,91 @@ def module_bindings(tree):
     return names
 
 
+# Decorators after which inspect.signature of the entry is the def's own: torch's grad modes wrap the def with
+# functools.wraps, with or without the call (@torch.no_grad and @torch.no_grad() alike), and inspect.signature
+# follows __wrapped__ back to the def. Any other decorator may change the signature (a wrapper taking *args, a jit
+# object), so only the build, which sees the object bound to the name, can judge it.
+SIGNATURE_KEEPING = {f"{module}.{name}" for module in ("torch", "torch.autograd", "torch.autograd.grad_mode")
+                     for name in ("no_grad", "inference_mode", "enable_grad")}
+
+
+def _origin(node, name):
+    """The dotted path of what the import `node` binds `name` to; None for a binding by anything but an import."""
+    if isinstance(node, ast.Import):
+        for a in node.names:
+            if a.asname == name:
+                return a.name
+            if a.asname is None and a.name.split(".")[0] == name:
+                return name
+    elif isinstance(node, ast.ImportFrom) and not node.level and node.module:
+        for a in node.names:
+            if (a.asname or a.name) == name:
+                return f"{node.module}.{a.name}"
+    return None
+
+
+def qualified_name(expr, tree, bindings):
+    """'torch.no_grad' for `torch.no_grad` under `import torch`, or `no_grad` under `from torch import no_grad`:
+    where the module's imports alone bind the name the expression starts with; else None."""
+    parts = []
+    while isinstance(expr, ast.Attribute):
+        parts.append(expr.attr)
+        expr = expr.value
+    if not isinstance(expr, ast.Name):
+        return None
+    if any(isinstance(n, ast.Global) and expr.id in n.names for n in ast.walk(tree)):
+        return None
+    origins = {_origin(node, expr.id) for node in bindings.get(expr.id, [])}
+    if len(origins) != 1 or None in origins:
+        return None
+    return ".".join([origins.pop(), *reversed(parts)])
+
+
+def keeps_signature(decorator, tree, bindings):
+    """Whether `decorator` is one of SIGNATURE_KEEPING, bare or called without arguments (inference_mode: or with
+    its one bool)."""
+    call = decorator if isinstance(decorator, ast.Call) else None
+    name = qualified_name(call.func if call else decorator, tree, bindings)
+    if name not in SIGNATURE_KEEPING:
+        return False
+    if call is None or not (call.args or call.keywords):
+        return True
+    args = call.args + [k.value for k in call.keywords]
+    return (name.endswith(".inference_mode") and len(args) == 1 and all(k.arg == "mode" for k in call.keywords)
+            and isinstance(args[0], ast.Constant) and isinstance(args[0].value, bool))
+
+
 def entry_def(source, symbol, where):
-    """The module's AST and the def of `symbol` whose signature the built entry point has. FIB checks
-    inspect.signature of the object the import leaves bound to the name; the source says that signature only when
-    the name's one module-level binding is a def without decorators. Otherwise (decorated: a wrapper, a jit
-    object; bound by an import, an assignment or a class; bound twice, e.g. `run = wrap(run)` after the def;
-    declared global in a function; or bound in ways the source does not show) the def is None and the harness's
-    build-time check, on the real object, judges it."""
+    """(the module's AST, the def of `symbol` whose signature the built entry point has, or None, and why it is None:
+    a phrase for the user). FIB checks inspect.signature of the object the import leaves bound to the name; the
+    source says that signature only when the name's one module-level binding is a def, undecorated or under
+    SIGNATURE_KEEPING decorators only. Otherwise (decorated otherwise: a wrapper, a jit object; bound by an import,
+    an assignment or a class; bound twice, e.g. `run = wrap(run)` after the def; declared global in a function; or
+    bound in ways the source does not show) the harness's build-time check, on the real object, judges it."""
     try:
         tree = ast.parse(source)
     except SyntaxError as exc:
         raise DataError(f"{where}:{exc.lineno}", f"syntax error: {exc.msg}") from None
     bindings = module_bindings(tree)
     if bindings is None:
-        return tree, None
+        return tree, None, ("the module can bind names its source does not show (a star import, a module "
+                            "__getattr__, globals(), vars(), exec or setattr)")
     if symbol not in bindings:
         raise DataError(where, f"entry point function '{symbol}' is not defined at the top level")
     (node, *again) = bindings[symbol]
-    rebound = any(isinstance(n, ast.Global) and symbol in n.names for n in ast.walk(tree))
-    if again or rebound or not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) or node.decorator_list:
-        return tree, None
-    return tree, node
+    if again:
+        return tree, None, f"'{symbol}' is bound {len(again) + 1} times at module level"
+    if any(isinstance(n, ast.Global) and symbol in n.names for n in ast.walk(tree)):
+        return tree, None, f"'{symbol}' is declared global in a function"
+    if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+        how = ("an import" if isinstance(node, (ast.Import, ast.ImportFrom)) else
+               "a class" if isinstance(node, ast.ClassDef) else "an assignment")
+        return tree, None, f"'{symbol}' is bound by {how}, not a def"
+    unknown = [d for d in node.decorator_list if not keeps_signature(d, tree, bindings)]
+    if unknown:
+        return tree, None, (f"it is decorated with {' '.join('@' + ast.unparse(d) for d in unknown)}, which may "
+                            "change it")
+    return tree, node, None
 
 
 def parameters_problem(node, expected, n_in, n_out, dps, symbol):
@@ -127,6 +192,8 @@ def static_annotation(tree, node):
 
 
 def validate(solution, definition, where):
+    """Refuse (DataError) what the official build would refuse and the sources already show. Returns None, or a
+    note where the entry's signature could not be read from its source and was left to the build."""
     spec = solution.spec
     n_in, n_out = len(definition.inputs), len(definition.outputs)
     dps = spec.destination_passing_style
@@ -134,9 +201,10 @@ def validate(solution, definition, where):
     sources = {s.path: s.content for s in solution.sources}
     entry, at = sources[spec.entry_file], f"{where}/{spec.entry_file}"
     if spec.language in ("python", "triton"):
-        tree, node = entry_def(entry, spec.entry_symbol, at)
+        tree, node, why = entry_def(entry, spec.entry_symbol, at)
         if node is None:
-            return
+            return (f"the signature of entry point '{spec.entry_symbol}' was not checked: {why}; the build checks "
+                    "the object bound to the name (a wrong one: COMPILE_ERROR on every workload)")
         problem = parameters_problem(node, expected, n_in, n_out, dps, spec.entry_symbol)
         if problem is None and not dps:
             problem = return_annotation_problem(static_annotation(tree, node), n_out)
@@ -156,7 +224,8 @@ def definition_of(dataset, solution, cfg_path):
 
 def package(submission=REPO / "submission", out=REPO / "results" / "package", dataset=None):
     """Validate `submission` (one starter-kit folder, or a folder of them), then write
-    <out>/<definition>/solution.json for each; nothing is written anywhere else."""
+    <out>/<definition>/solution.json for each; nothing is written anywhere else. Returns (path, solution, notes)
+    per kit: where its entry's signature was left to the build (validate), then kit_packer_differences."""
     dataset = dataset or Dataset()
     submission = Path(submission)
     if not submission.is_dir():
@@ -173,13 +242,13 @@ def package(submission=REPO / "submission", out=REPO / "results" / "package", da
             raise DataError(folder / "config.toml", f"[solution] definition {sol.definition!r} is also packed from "
                                                     f"{packed[sol.definition][0]}; one kit per definition per run",
                             "move one of the two folders out of the submission folder")
-        validate(sol, definition, folder / "solution" / sol.spec.language)
-        packed[sol.definition] = (folder, sol)
+        unchecked = validate(sol, definition, folder / "solution" / sol.spec.language)
+        packed[sol.definition] = (folder, sol, [unchecked] if unchecked else [])
     written = []
-    for _, sol in packed.values():
+    for _, sol, notes in packed.values():
         path = Path(out) / sol.definition / "solution.json"
         write_json_atomic(path, sol.to_json())
-        written.append((path, sol, kit_packer_differences(sol)))
+        written.append((path, sol, notes + kit_packer_differences(sol)))
     return written
 
 

@@ -1,10 +1,11 @@
-"""What can be told about a python/triton solution from its sources alone, before any child starts: an entry
-point that is not there or cannot take the call, and modules it imports that this machine lacks. Either one
-makes the official build fail (COMPILE_ERROR), so the harness reports it for every pair at once instead of
-starting a child per pair to find the same thing."""
+"""What can be told about a solution from its sources alone, before any child starts: a python/triton entry
+point that is not there or cannot take the call, modules it imports that this machine lacks, and a native solution
+that needs a CUDA GPU where the run has none. Each makes the build fail (COMPILE_ERROR), so the harness reports it
+for every pair at once instead of starting a child per pair to find the same thing."""
 import ast
 import importlib.util
 
+from harness.build.builders import CUDA_SUFFIXES
 from harness.build.package import module_bindings, validate
 from harness.data.jsonio import DataError
 
@@ -44,10 +45,28 @@ def _importable(module):
         return False
 
 
-def static_problem(solution, definition):
+def needs_cuda(solution):
+    """Why this solution cannot be built without a CUDA GPU, or None: a cuda solution (compiled for the GPU's
+    architecture, which nvcc and TVM-FFI read off the GPU), or a cpp one with CUDA sources."""
+    language = solution.spec.language
+    if language == "cuda":
+        return "a cuda solution"
+    cu = [s.path for s in solution.sources if s.path.endswith(CUDA_SUFFIXES)]
+    if language == "cpp" and cu:
+        return f"a cpp solution with CUDA sources ({', '.join(cu)})"
+    return None
+
+
+def static_problem(solution, definition, device=None):
     """Why the official build of this solution would fail, if its sources already tell; else None. The signature
-    is judged only where the source says it (package.entry_def: one undecorated def); a decorated entry, for one,
-    is left to the build-time check on the object the build returns, as FIB checks it."""
+    is judged only where the source says it (package.entry_def: one def, undecorated or under decorators that keep
+    its signature, such as @torch.no_grad()); another decorator, for one, is left to the build-time check on the
+    object the build returns, as FIB checks it. With `device` (the run's --device): a native solution that needs
+    a CUDA GPU is refused where the device is not one, before its build fails with a compiler's message about
+    a GPU architecture."""
+    needs = needs_cuda(solution) if device is not None and not str(device).startswith("cuda") else None
+    if needs:
+        return f"{needs} needs a CUDA GPU: --device {device} cannot build or run it"
     if solution.spec.language not in ("python", "triton"):
         return None     # native sources: the compiler says
     entry = next(s.content for s in solution.sources if s.path == solution.spec.entry_file)

@@ -67,7 +67,7 @@ def evaluate(dataset, definition, workloads, solutions, opts, stats=None):
     done = kept_pairs(out_dir, solutions, definition, run) if opts.resume else {}
     rejected = {}
     for sol in solutions:
-        problem = static_problem(sol, definition)
+        problem = static_problem(sol, definition, device=opts.device)
         if problem and any((sol.name, w.uuid) not in done for w in workloads):
             rejected[sol.name] = problem
             print(f"{definition.name}: {sol.name}: COMPILE_ERROR on every workload, found in its sources before "

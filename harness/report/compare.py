@@ -8,6 +8,7 @@ from pathlib import Path
 import pandas as pd
 
 from harness.report.markdown import md_table
+from harness.report.plotting import finish, nothing_to_plot, on_log_axis
 from harness.report.provenance import provenance, provenance_line
 from harness.report.rows import load_rows
 
@@ -120,19 +121,24 @@ def write_comparison(out_dir, definition, base, sources=None):
 
 
 def _plot(wide, buckets, base, path, title, footer):
+    """Mean latency per bucket, one bar per solution, on a log axis; a solution without a latency (it failed
+    everywhere) is left out, and a plot with no latency at all says so."""
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    sols = [c for c in buckets.columns if c.endswith(" mean us")]
+    sols = [(c, y) for c in buckets.columns if c.endswith(" mean us") and (y := on_log_axis(buckets[c])) is not None]
     fig, ax = plt.subplots(figsize=(9, 4.5))
+    labels = dict(ylabel="mean latency (us)", title=f"{title} (base {base})")
     width = 0.8 / max(len(sols), 1)
-    for i, c in enumerate(sols):
-        ax.bar([x + i * width for x in range(len(buckets))], buckets[c], width, label=c.removesuffix(" mean us"))
-    ax.set_xticks([x + width * (len(sols) - 1) / 2 for x in range(len(buckets))], buckets.bucket)
-    ax.set(ylabel="mean latency (us)", yscale="log", title=f"{title} (base {base})")
-    ax.legend(fontsize=8)
-    ax.grid(alpha=0.3, axis="y")
+    for i, (c, y) in enumerate(sols):
+        ax.bar([x + i * width for x in range(len(buckets))], y, width, label=c.removesuffix(" mean us"))
+    if sols:
+        ax.set_xticks([x + width * (len(sols) - 1) / 2 for x in range(len(buckets))], buckets.bucket)
+        ax.set(yscale="log", **labels)
+    else:
+        nothing_to_plot(ax, "no latency to plot: no solution passed a workload", **labels)
+    finish(ax, axis="y")
     fig.tight_layout(rect=(0, 0.08, 1, 1))
     fig.text(0.01, 0.01, textwrap.fill(footer, 170), fontsize=6, color="dimgray")
     fig.savefig(path, dpi=110)

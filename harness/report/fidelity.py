@@ -114,11 +114,16 @@ def write_agreement(out_dir, definitions, runs, names, stem, title=None):
     count of pairs traced in one run only (listed in the Markdown)."""
     a_name, b_name = names
     out = Path(out_dir)
-    out.mkdir(parents=True, exist_ok=True)
     a, b = load(runs.a, definitions), load(runs.b, definitions)
     again = load(runs.b_again, definitions) if runs.b_again else None
     pairs = paired(a, b)
+    if pairs.empty:   # nothing to set side by side: no figure, no file
+        count = lambda rows: len(rows[KEY].drop_duplicates())  # noqa: E731
+        raise ValueError(f"no (solution, workload) pair in common between {runs.a} ({count(a)} pair(s)) and "
+                         f"{runs.b} ({count(b)} pair(s)): nothing to compare (same solution names and workload "
+                         "uuids are needed)")
     noise = paired(again, b) if again is not None else None
+    out.mkdir(parents=True, exist_ok=True)
     table = agreement(pairs, noise)
     lone = one_sided(a, b, names)
     if again is not None:

@@ -12,6 +12,7 @@ from harness.eval.console import failure_reason
 from harness.eval.timing import CPU_LABEL
 from harness.report.compare import bucket_of, bucket_order
 from harness.report.markdown import md_table
+from harness.report.plotting import finish, nothing_to_plot, on_log_axis
 from harness.report.provenance import lib_values, provenance_line, timers
 from harness.report.rows import load_rows
 from harness.report.state_copy import copy_section, load_copies
@@ -189,20 +190,27 @@ def _markdown(definition, g, table, line, facts, copies):
 
 
 def _plot(table, path, title, footer):
+    """Mean latency per bucket, one line per entry, on a log axis; an entry without a PASSED workload is left
+    out, and a plot where no entry passed says so."""
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
     cols = [c for c in table.columns if c.endswith(" mean us")]
     fig, ax = plt.subplots(figsize=(10, 5))
+    labels = dict(ylabel="mean latency over PASSED workloads (us)", title=f"{title}: latency per bucket")
     for r in table.itertuples():
-        y = table.loc[r.Index, cols].astype(float).tolist()
+        y = on_log_axis(table.loc[r.Index, cols].astype(float))
+        if y is None:
+            continue
         style = dict(lw=3, ms=8, color="black", zorder=3) if r.ours else dict(lw=1.2, ms=4, alpha=0.8)
         ax.plot(range(len(cols)), y, "o-", label=f"{r.rank}. {r.solution}" + (" (ours)" if r.ours else ""), **style)
-    ax.set_xticks(range(len(cols)), [c.removesuffix(" mean us") for c in cols])
-    ax.set(ylabel="mean latency over PASSED workloads (us)", yscale="log", title=f"{title}: latency per bucket")
-    ax.legend(fontsize=8)
-    ax.grid(alpha=0.3)
+    if ax.lines:
+        ax.set_xticks(range(len(cols)), [c.removesuffix(" mean us") for c in cols])
+        ax.set(yscale="log", **labels)
+    else:
+        nothing_to_plot(ax, "no latency to plot: no entry passed a workload", **labels)
+    finish(ax)
     fig.tight_layout(rect=(0, 0.08, 1, 1))
     fig.text(0.01, 0.01, textwrap.fill(footer, 190), fontsize=6, color="dimgray")
     fig.savefig(path, dpi=110)

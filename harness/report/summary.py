@@ -11,6 +11,7 @@ from harness.data.jsonio import encode_float, read_jsonl, write_json_atomic
 from harness.eval.timing import CPU_LABEL
 from harness.report.markdown import md_table
 from harness.report.official_score import OFFICIAL_SENTENCE, official_scores, official_track
+from harness.report.plotting import finish, loggable, nothing_to_plot, on_log_axis
 from harness.report.provenance import provenance, provenance_line, timers
 from harness.report.rows import load_all_traces, load_rows
 
@@ -104,6 +105,9 @@ def runs_table(out_dir):
 
 
 def _plots(df, out):
+    """One figure per definition: latency by size and speedup vs the baseline per workload, on log axes; a
+    solution with nothing to show on a panel (every pair failed, or no speedup) is left out of it, and a panel
+    with nothing to show says so."""
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
@@ -113,18 +117,28 @@ def _plots(df, out):
         axes = [c for c in g.columns if c.startswith("axis_") and g[c].notna().any()]
         xcol = next((c for c in ("axis_batch_size", "axis_total_seq_len") if c in axes), axes[0])
         fig, axes = plt.subplots(1, 2, figsize=(13, 4.5))
+        latency = dict(xlabel=xcol.removeprefix("axis_"), ylabel="latency (us, official timer)", title=definition)
+        speedup = dict(xlabel="workload (sorted by size)", ylabel="speedup vs FlashInfer baseline",
+                       title="speedup per workload")
         for solution, s in g.groupby("solution"):
             s = s.sort_values(xcol)
-            axes[0].plot(s[xcol], s.latency_us, "o-", ms=3, label=solution)
-            axes[1].plot(range(len(s)), s.speedup_vs_baseline, "o", ms=3, label=solution)
-        axes[0].set(xlabel=xcol.removeprefix("axis_"), ylabel="latency (us, official timer)", yscale="log",
-                    xscale="log", title=definition)
-        axes[1].set(xlabel="workload (sorted by size)", ylabel="speedup vs FlashInfer baseline", yscale="log",
-                    title="speedup per workload")
-        axes[1].axhline(1.0, color="gray", lw=0.8)
+            x = s[xcol].where(loggable(s[xcol]))
+            if (y := on_log_axis(s.latency_us.where(x.notna()))) is not None:
+                axes[0].plot(x, y, "o-", ms=3, label=solution)
+            if (y := on_log_axis(s.speedup_vs_baseline)) is not None:
+                axes[1].plot(range(len(s)), y, "o", ms=3, label=solution)
+        if axes[0].lines:
+            axes[0].set(yscale="log", xscale="log", **latency)
+        else:
+            nothing_to_plot(axes[0], "no latency to plot: no pair passed", **latency)
+        if axes[1].lines:
+            axes[1].set(yscale="log", **speedup)
+            axes[1].axhline(1.0, color="gray", lw=0.8)
+        else:
+            nothing_to_plot(axes[1], "no speedup to plot: no workload where both this solution and the FlashInfer "
+                                     "baseline passed, on a GPU timer", **speedup)
         for ax in axes:
-            ax.legend(fontsize=8)
-            ax.grid(alpha=0.3)
+            finish(ax)
         fig.tight_layout(rect=(0, 0.07, 1, 1))
         fig.text(0.01, 0.01, textwrap.fill(provenance_line(g), 230), fontsize=6.5, color="dimgray")
         p = out / f"{definition}.png"
