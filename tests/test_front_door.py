@@ -190,6 +190,8 @@ def test_built_in_names_join_the_definitions_of_the_paths_named(tmp_path, capsys
                  "--out", str(tmp_path / "out")]) == 0
     out = capsys.readouterr().out
     assert "gdn_decode_qk4_v8_d128_k_last: 1 workloads x" in out and "gdn_prefill" not in out
+    md = (tmp_path / "out" / "compare" / "gdn_decode_qk4_v8_d128_k_last.md").read_text()
+    assert "**Timed with the CPU wall clock**" in md   # a CPU compare's ratios are no speed figure, and say so
 
 
 def test_errors_go_to_stderr_with_exit_2(toy, capsys):
@@ -329,3 +331,14 @@ def test_a_kit_for_a_definition_the_dataset_lacks_is_named(tmp_path, capsys):
     assert main(["eval", "--solution", str(kit), "--device", "cpu", "--out", str(tmp_path / "out")]) == 2
     err = capsys.readouterr().err
     assert f"error: {kit}: solution 'example-gdn-decode' is for definition 'gdn_dec'" in err
+
+
+def test_a_definition_or_trace_named_as_a_solution_says_what_it_is(tmp_path, capsys):
+    """It said "solution: missing required field 'spec'"."""
+    definition = REPO / "workloads" / "definitions" / "gdn" / "gdn_decode_qk4_v8_d128_k_last.json"
+    assert main(["eval", "--solution", str(definition), "--device", "cpu", "--out", str(tmp_path / "o")]) == 2
+    assert "this is a definition, not a solution" in capsys.readouterr().err
+    trace = tmp_path / "trace.json"
+    trace.write_text(json.dumps({"definition": "d", "workload": {}, "solution": "s", "evaluation": None}))
+    assert main(["eval", "--solution", str(trace), "--device", "cpu", "--out", str(tmp_path / "o")]) == 2
+    assert "this is a trace, not a solution" in capsys.readouterr().err

@@ -146,7 +146,11 @@ class Solution:
 
     @classmethod
     def load(cls, path):
-        return cls.from_json(read_json(path), path)
+        obj = read_json(path)
+        kind = _other_kind(obj)
+        if kind:
+            raise DataError(path, f"this is a {kind}, not a solution", "name a solution JSON or a starter-kit folder")
+        return cls.from_json(obj, path)
 
     def to_json(self):
         out = {"name": self.name, "definition": self.definition, "author": self.author}
@@ -165,3 +169,15 @@ class Solution:
             h.update(part.encode())
             h.update(b"\0")
         return h.hexdigest()
+
+
+# the fields by which the dataset's other JSON files are told from a solution (a user may name one by mistake)
+OTHER_KINDS = {"definition": {"axes", "inputs", "outputs", "reference"}, "workload": {"uuid", "axes", "inputs"},
+               "trace": {"definition", "workload", "evaluation"}}
+
+
+def _other_kind(obj):
+    """'definition', 'workload' or 'trace' where a JSON object without a solution's 'spec' is one of those."""
+    if not isinstance(obj, dict) or "spec" in obj:
+        return None
+    return next((kind for kind, keys in OTHER_KINDS.items() if keys <= set(obj)), None)

@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from harness.eval.timing import CPU_LABEL
 from harness.report.markdown import md_table
 from harness.report.plotting import finish, nothing_to_plot, on_log_axis
 from harness.report.provenance import provenance, provenance_line
@@ -106,12 +107,15 @@ def write_comparison(out_dir, definition, base, sources=None):
     md += [f"- {k}: {v}" for k, v in prov.items()]
     runs = solution_runs(df)
     if runs.run.nunique() == 1:
-        where = "All solutions ran in one run, interleaved per workload, on the same inputs, timer and GPU."
+        where = "All solutions ran in one run, interleaved per workload, on the same inputs, timer and device."
     else:
         where = (f"The solutions come from {runs.run.nunique()} runs (same inputs, timer and GPU model; solutions "
                  "with the same run number ran interleaved per workload), so ratios across runs also carry "
                  "run-to-run variation.\n\n" + md_table(runs))
     copies = copy_section(df, load_copies(sources or [out_dir], definition), list(summary.solution))
+    if (df.timer == CPU_LABEL).any():
+        md += ["", "**Timed with the CPU wall clock** (a correctness run: Triton through its interpreter): these "
+               "latencies and ratios say nothing about the kernels' speed on a GPU."]
     md += ["", "Ratios are latency / base latency (> 1 means slower than the base). " + where, "", "## Summary", "",
            md_table(summary), "", "## By bucket", "", md_table(buckets), "", f"![{stem}]({stem}.png)", "", *copies,
            "## Per workload", "", md_table(wide.assign(uuid=wide.uuid.str[:8]), ".4g"), ""]
