@@ -9,10 +9,13 @@
   agreement any two runs of the same pairs (e.g. Ray against local): verdicts, errors, latency ratios
   tune      our decode and prefill launch tables derived again on this GPU (a GPU), read by the kernel there
   package   submission/ (one starter-kit folder per definition) -> contest solution.json files
-  public    other teams' published solutions: fetch, list, and run them beside ours (a leaderboard)
+  public    other teams' published solutions: fetch, list, run them beside ours, report the leaderboard again
 
 Every evaluating subcommand takes the same options with the same defaults (see `SUBCOMMAND --help`)."""
 import argparse
+import math
+import os
+import re
 import sys
 from pathlib import Path
 
@@ -41,67 +44,141 @@ def non_negative_int(text):
     return value
 
 
+def _float_type(what, ok):
+    """An argparse type: a finite number for which ok(value) holds; `what` says which, e.g. '> 0'."""
+    def parse(text):
+        try:
+            value = float(text)
+        except ValueError:
+            value = math.nan
+        if not (math.isfinite(value) and ok(value)):
+            raise argparse.ArgumentTypeError(f"expected a number {what}, got {text!r}")
+        return value
+    return parse
+
+
+positive_float = _float_type("> 0", lambda v: v > 0)
+non_negative_float = _float_type(">= 0", lambda v: v >= 0)
+fraction = _float_type("in (0, 1]", lambda v: 0 < v <= 1)
+
+
+DEVICE_PATTERN, DEVICE_EXPECTED = r"cpu|cuda(:\d+)?", "expected cpu, cuda or cuda:N (e.g. cuda:0)"
+
+
+def device_name(text):
+    """argparse type: cpu, cuda or cuda:N (what --device accepts)."""
+    if not re.fullmatch(DEVICE_PATTERN, text):
+        raise argparse.ArgumentTypeError(f"{DEVICE_EXPECTED}, got {text!r}")
+    return text
+
+
+def _index_range(part, count):
+    """The indices of a selector token of digits ('3') or a range of them ('0-2'); DataError when it is not one
+    that fits `count` workloads, None when the token is not made of digits."""
+    if not re.fullmatch(r"\d+(-\d*)?", part):
+        return None
+    lo, dash, hi = part.partition("-")
+    if dash and not hi:
+        raise DataError("--workloads", f"range {part!r} has no end",
+                        f"write both ends, e.g. {lo}-{max(int(lo), count - 1)} for workload {lo} to the last")
+    lo, hi = int(lo), int(hi or lo)
+    if lo > hi:
+        raise DataError("--workloads", f"range {part!r} is empty: it starts after it ends",
+                        f"write it low-high, e.g. {hi}-{lo}")
+    if hi >= count:
+        raise DataError("--workloads", f"range {part!r} outside 0-{count - 1}")
+    return range(lo, hi + 1)
+
+
 def select_workloads(workloads, selector):
-    """'all', indices '0,3', ranges '0-2', uuids or uuid prefixes, comma-separated, in file order."""
-    if not selector or selector == "all":
+    """'all', indices '0,3', ranges '0-2', uuids or uuid prefixes, comma-separated, in file order. A token of digits
+    is an index (or a range) when it is a valid one, else a uuid prefix; an empty selector is refused."""
+    if selector is None or selector.strip() == "all":
         return list(workloads)
+    parts = [p.strip() for p in selector.split(",") if p.strip()]
+    if not parts:
+        raise DataError("--workloads", f"{selector!r} selects nothing",
+                        "give indices, ranges or uuid prefixes, e.g. '0-2,5', or 'all'")
     picked = []
-    for part in (p.strip() for p in selector.split(",")):
-        if not part:
+    for part in parts:
+        hits = [i for i, w in enumerate(workloads) if w.uuid.startswith(part)]
+        try:
+            indices = _index_range(part, len(workloads))
+        except DataError:
+            if not hits:   # digits that are no index here but begin a uuid: that uuid prefix
+                raise
+            indices = None
+        if indices is not None:
+            picked.extend(indices)
             continue
-        if part.replace("-", "").isdigit() and part.count("-") <= 1 and not part.startswith("-"):
-            lo, _, hi = part.partition("-")
-            lo, hi = int(lo), int(hi or lo)
-            if lo > hi:
-                raise DataError("--workloads", f"range {part!r} is empty: it starts after it ends",
-                                f"write it low-high, e.g. {hi}-{lo}")
-            if hi >= len(workloads):
-                raise DataError("--workloads", f"range {part!r} outside 0-{len(workloads) - 1}")
-            picked.extend(range(lo, hi + 1))
-        else:
-            hits = [i for i, w in enumerate(workloads) if w.uuid.startswith(part)]
-            if len(hits) != 1:
-                raise DataError("--workloads", f"{part!r} matches {len(hits)} workload uuids; need exactly one")
-            picked.extend(hits)
+        if len(hits) != 1:
+            raise DataError("--workloads", f"{part!r} matches {len(hits)} workload uuids; need exactly one")
+        picked.extend(hits)
     seen = set()
     return [workloads[i] for i in picked if not (i in seen or seen.add(i))]
 
 
-def _selection_options(p):
+def check_out(path, option="--out"):
+    """Refuse an output folder that is a file, cannot be created, or cannot be written, before any work."""
+    path = Path(path)
+    if path.exists() and not path.is_dir():
+        raise DataError(path, f"{option} names a file, not a folder", "name a folder; a missing one is created")
+    if path.is_dir():
+        if not os.access(path, os.W_OK | os.X_OK):
+            raise DataError(path, f"{option} is a folder this user cannot write to", "name another folder")
+        return
+    parent = next(p for p in path.absolute().parents if p.exists())
+    if not parent.is_dir():
+        raise DataError(path, f"{option} cannot be created: {parent} is a file, not a folder", "name another folder")
+    if not os.access(parent, os.W_OK | os.X_OK):
+        raise DataError(path, f"{option} cannot be created: this user cannot write to {parent}",
+                        "name another folder")
+
+
+EVERY_DEFINITION = "definition to evaluate (repeatable; default: every definition of the dataset)"
+
+
+def _selection_options(p, definition_help=None, out_help="output folder (traces/, harness/, report/)"):
     p.add_argument("--definition", action="append", metavar="NAME",
-                   help="definition to evaluate (repeatable; default: every definition the solutions are for)")
+                   help=definition_help or "definition to evaluate (repeatable; default: every definition the "
+                                           "solutions are for)")
     p.add_argument("--workloads", default="all", metavar="SELECTOR",
-                   help="indices, ranges and uuid prefixes per definition: '0-2', '0,5', 'abcd1234' (default: all)")
+                   help="indices, closed ranges and uuid prefixes per definition: '0-2', '0,5', 'abcd1234' (digits "
+                        "that are no index here: a uuid prefix; an open range '3-' is refused) (default: all)")
     p.add_argument("--dataset", default=None, metavar="DIR", help="dataset root (default: the repo's workloads/)")
-    p.add_argument("--out", default=None, metavar="DIR", help="output folder (traces/, harness/, report/)")
+    p.add_argument("--out", default=None, metavar="DIR", help=out_help)
     p.add_argument("--quiet", action="store_true", help="no progress bar")
 
 
-def add_run_options(p):
+def add_run_options(p, definition_help=None, out_help="output folder (traces/, harness/, report/)"):
     """The options of every evaluating subcommand: one name, one meaning, one default."""
     from harness.dist.cluster import LOCAL
-    _selection_options(p)
-    p.add_argument("--device", default=None, help="cuda or cpu (default: cuda if one is visible)")
+    _selection_options(p, definition_help, out_help)
+    p.add_argument("--device", type=device_name, default=None,
+                   help="cpu, cuda or cuda:N (default: cuda if one is visible)")
     p.add_argument("--isolation", choices=["worker", "process", "none"], default="worker",
                    help="worker (default): one persistent child per solution, restarted after a crash; process: "
                         "a fresh child per pair, as officially (slower); none: in this process (debugging)")
     p.add_argument("--resume", action=argparse.BooleanOptionalAction, default=True,
-                   help="skip pairs already traced in --out for the same solution content (default: on); "
-                        "--no-resume evaluates them again and moves their earlier traces to <out>/stale/")
+                   help="keep the pairs already traced in --out for the same solution content, hardware and "
+                        "settings (default: on; traces of other ones move to <out>/stale/); --no-resume evaluates "
+                        "them again and moves their earlier traces there too")
     p.add_argument("--timer", choices=["auto", "cupti", "events"], default="auto",
                    help="CUDA timer: auto/cupti is the official CUPTI span; 'events' is not official and is "
-                        "labelled so")
+                        "labelled so (no effect on the CPU)")
     p.add_argument("--warmup", type=non_negative_int, help="warmup calls (default: official; 0 on the CPU)")
     p.add_argument("--iterations", type=positive_int, help="timed calls per trial (default: official; 1 on the CPU)")
     p.add_argument("--trials", type=positive_int, help="trials (default: official 3; 1 on the CPU)")
-    p.add_argument("--timeout", type=float, default=300.0,
+    p.add_argument("--timeout", type=positive_float, default=300.0,
                    help="seconds per pair (default 300); --isolation process: from the child's start (imports, CUDA "
                         "context and build included) and the child must be ready within 30 s, as officially; "
                         "worker: from the job's send")
-    p.add_argument("--atol", type=float, default=DEFAULT_ATOL, help=f"absolute tolerance (default {DEFAULT_ATOL})")
-    p.add_argument("--rtol", type=float, default=DEFAULT_RTOL, help=f"relative tolerance (default {DEFAULT_RTOL})")
-    p.add_argument("--required-matched-ratio", type=float, default=DEFAULT_MATCHED_RATIO,
-                   help=f"fraction of elements within tolerance (default {DEFAULT_MATCHED_RATIO})")
+    p.add_argument("--atol", type=non_negative_float, default=DEFAULT_ATOL,
+                   help=f"absolute tolerance, >= 0 (default {DEFAULT_ATOL})")
+    p.add_argument("--rtol", type=non_negative_float, default=DEFAULT_RTOL,
+                   help=f"relative tolerance, >= 0 (default {DEFAULT_RTOL})")
+    p.add_argument("--required-matched-ratio", type=fraction, default=DEFAULT_MATCHED_RATIO,
+                   help=f"fraction of elements within tolerance, in (0, 1] (default {DEFAULT_MATCHED_RATIO})")
     p.add_argument("--reference-timing", choices=["quick", "official"], default="quick",
                    help="quick (default): the prefill reference (a slow Python loop) is timed with 1 trial of 1 "
                         "iteration; official: as the solutions")
@@ -118,7 +195,7 @@ def add_run_options(p):
     p.add_argument("--prestart", type=non_negative_int, default=None, metavar="N",
                    help="--isolation process: spare children started ahead for speed; they start beside the timed "
                         "calls (a printed deliberate difference). Default 0: one child per pair, started when its "
-                        "pair begins, as officially")
+                        "pair begins, as officially. Other isolations: no effect (a warning)")
     p.add_argument("--seed", type=int, default=0, help="seed for random inputs (recorded; default 0)")
     p.add_argument("--strict", action="store_true",
                    help="fail (INCORRECT_NUMERICAL) a solution that is wrong on fresh inputs after timing")
@@ -148,34 +225,38 @@ def build_parser():
     sub = parser.add_subparsers(dest="command", required=True, metavar="SUBCOMMAND")
     p = sub.add_parser("eval", help="evaluate solutions on workloads")
     _solution_option(p)
-    add_run_options(p)
-    p.set_defaults(func=cmd_eval, default_out="results/local")
+    add_run_options(p, out_help="output folder (traces/, harness/; default: results/local)")
+    p.set_defaults(func=cmd_eval, default_out="results/local", writes_out=True)
     p = sub.add_parser("compare", help="several solutions in one run, with ratios to a base")
     _solution_option(p)
-    add_run_options(p)
+    add_run_options(p, out_help="output folder (traces/, harness/, compare/; default: results/compare)")
     p.add_argument("--base", help="solution name the ratios are taken to (default: the first)")
-    p.set_defaults(func=cmd_compare, default_out="results/compare")
+    p.set_defaults(func=cmd_compare, default_out="results/compare", writes_out=True)
     p = sub.add_parser("full", help="what `make eval` runs: ours + the FlashInfer baseline (+ extras), every workload")
-    add_run_options(p)
+    add_run_options(p, EVERY_DEFINITION, "output folder (traces/, harness/, report/, compare/; default: "
+                                         "results/<gpu>/)")
     p.add_argument("--peers", action="store_true", help="also the other authors' solutions in the dataset (FLA)")
     p.add_argument("--no-extras", action="store_true", help="only ours and the baseline (not the prefill ablation)")
     p.add_argument("--no-report", action="store_true", help="write no report/ and compare/")
-    p.set_defaults(func=cmd_full, default_out=None)
+    p.set_defaults(func=cmd_full, default_out=None, writes_out=True)
     p = sub.add_parser("bench", help="the harness benchmark: ours + baseline in a fresh folder, wall time")
-    _selection_options(p)
+    _selection_options(p, EVERY_DEFINITION, "a fresh (missing or empty) folder (default: .cache/bench/<gpu>/, "
+                                            "emptied first)")
     p.add_argument("--timer", choices=["auto", "cupti", "events"], default="auto", help="as for eval")
     p.add_argument("--prepare-jobs", type=positive_int, default=None, metavar="N", help="as for eval")
-    p.set_defaults(func=cmd_bench, default_out=None)
+    p.set_defaults(func=cmd_bench, default_out=None, writes_out=True)
     p = sub.add_parser("report", help="merge the traces of one or more output folders into one report")
     p.add_argument("runs", nargs="+", metavar="DIR", help="output folders of earlier runs (each holds traces/)")
     p.add_argument("--definition", action="append", metavar="NAME",
                    help="definition to report (repeatable; default: every definition with traces)")
-    p.add_argument("--dataset", default=None, metavar="DIR")
-    p.add_argument("--out", required=True, metavar="DIR")
+    p.add_argument("--dataset", default=None, metavar="DIR",
+                   help="dataset root the runs used (default: the repo's workloads/)")
+    p.add_argument("--out", required=True, metavar="DIR", help="folder the merged report/ (and compare/) go to")
     p.add_argument("--allow-mixed-timers", action="store_true", help="merge runs timed differently (labelled)")
-    p.add_argument("--base", action="append", default=[],
-                   help="also write compare/<definition>.md with ratios to this solution (repeatable)")
-    p.set_defaults(func=cmd_report)
+    p.add_argument("--base", action="append", default=[], metavar="NAME",
+                   help="also write compare/<definition>.md with ratios to this solution (repeatable; it must "
+                        "have traces in the runs)")
+    p.set_defaults(func=cmd_report, writes_out=True)
     p = sub.add_parser("fidelity", help="the harness against FlashInfer-Bench's own benchmark on the same solutions: "
                                         "run both (--solution, a GPU) or pair two finished runs (--harness, --fib)")
     _solution_option(p, required=False)
@@ -196,7 +277,7 @@ def build_parser():
     p.add_argument("--fib", default=None, metavar="DIR", help="FlashInfer-Bench's dataset root after its run")
     p.add_argument("--fib-again", default=None, metavar="DIR",
                    help="a second FlashInfer-Bench run of the same pairs: its ratios to the first are the noise floor")
-    p.set_defaults(func=cmd_fidelity)
+    p.set_defaults(func=cmd_fidelity, writes_out=True)
     p = sub.add_parser("agreement", help="two runs of the same pairs (e.g. Ray against local): verdicts, max errors, "
                                          "latency ratios, and the second run's spread as the noise floor")
     p.add_argument("--run", required=True, metavar="DIR", help="the first run's output folder (holds traces/)")
@@ -206,10 +287,10 @@ def build_parser():
                    help="the second run made again: its ratios to --against are the noise floor")
     p.add_argument("--definition", action="append", metavar="NAME", help="default: every definition")
     p.add_argument("--dataset", default=None, metavar="DIR", help="dataset root (default: the repo's workloads/)")
-    p.add_argument("--out", required=True, metavar="DIR")
+    p.add_argument("--out", required=True, metavar="DIR", help="folder agreement.md and its CSV tables go to")
     p.add_argument("--names", nargs=2, default=None, metavar=("A", "B"),
                    help="labels of --run and --against in the report (default: their folder names)")
-    p.set_defaults(func=cmd_agreement)
+    p.set_defaults(func=cmd_agreement, writes_out=True)
     p = sub.add_parser("tune", help="our launch tables derived again on this GPU with the official timer, written "
                                     "to the submission's tuned_tables.json (a GPU)")
     p.add_argument("--definition", action="append", metavar="NAME",
@@ -217,7 +298,8 @@ def build_parser():
     p.add_argument("--submission", default=None, metavar="DIR",
                    help="folder of starter-kit folders, one per definition (default: the repo's submission/)")
     p.add_argument("--dataset", default=None, metavar="DIR", help="dataset root (default: the repo's workloads/)")
-    p.add_argument("--device", default=None, help="cuda (default) or cpu (interpreter; for tests, not official)")
+    p.add_argument("--device", type=device_name, default=None,
+                   help="cuda (default), cuda:N, or cpu (interpreter; for tests, not official)")
     p.set_defaults(func=cmd_tune, timer="cupti")   # the official timer only; device_of checks it is there
     p = sub.add_parser("package", help="submission/ -> <out>/<definition>/solution.json")
     p.add_argument("--submission", default=None, metavar="DIR",
@@ -225,7 +307,7 @@ def build_parser():
                         "submission/)")
     p.add_argument("--out", default=None, metavar="DIR", help="output folder (default: results/package)")
     p.add_argument("--dataset", default=None, metavar="DIR", help="dataset root (default: the repo's workloads/)")
-    p.set_defaults(func=cmd_package)
+    p.set_defaults(func=cmd_package, writes_out=True)
     from harness.public.commands import add_public_parser
     add_public_parser(sub)
     return parser
@@ -240,8 +322,13 @@ def device_of(args):
     import torch
 
     device = args.device or ("cuda" if torch.cuda.is_available() else "cpu")
+    if not re.fullmatch(DEVICE_PATTERN, device):   # --device is checked by argparse; this, for other callers
+        raise DataError("--device", f"{DEVICE_EXPECTED}, got {device!r}")
     if device.startswith("cuda") and not torch.cuda.is_available():
         raise DataError("--device", "CUDA is not available on this machine", "use --device cpu")
+    if device.startswith("cuda:") and int(device[5:]) >= torch.cuda.device_count():
+        raise DataError("--device", f"{device}: this machine has {torch.cuda.device_count()} visible GPU(s)",
+                        f"name cuda:0 to cuda:{torch.cuda.device_count() - 1}")
     if device.startswith("cuda"):
         from harness.eval.timing_cuda import resolve_timer
         try:
@@ -325,12 +412,24 @@ def _planned(args):
     return dataset, plans
 
 
+def warn_ignored(args, device=None):
+    """A one-line warning for each option given that has no effect here: --prestart without --isolation process,
+    --timer cupti/events on the CPU (`device`: the device the run uses, None when not known yet)."""
+    isolation = getattr(args, "isolation", "process")
+    if getattr(args, "prestart", None) is not None and isolation != "process":
+        print(f"warning: --prestart has no effect with --isolation {isolation} (only with --isolation process)",
+              file=sys.stderr)
+    if device is not None and not device.startswith("cuda") and getattr(args, "timer", "auto") != "auto":
+        print(f"warning: --timer {args.timer} has no effect on the CPU (wall-clock timing there)", file=sys.stderr)
+
+
 def _evaluate(args, dataset, plans):
     """Run the plans; (output folder, results)."""
     from harness.eval.options import print_differences
     from harness.eval.console import run_definition
 
     device = device_of(args)
+    warn_ignored(args, device)
     out = Path(args.out or args.default_out)
     runs = [run_options(args, device, definition, out) for definition, _, _ in plans]
     print_differences(*runs)
@@ -392,6 +491,7 @@ def _print_state_copy(out, definition, order):
 
 def cmd_full(args):
     from harness.full import run_full
+    warn_ignored(args)
     return run_full(args, argv=args.argv)
 
 
@@ -413,6 +513,13 @@ def cmd_report(args):
     if df.empty:
         raise DataError(", ".join(args.runs), "holds no traces for these definitions")
     definitions = [d for d in definitions if d.name in set(df.definition)]
+    unknown = [b for b in dict.fromkeys(args.base) if b not in set(df.solution)]
+    if unknown and len(unknown) == len(set(args.base)):   # no comparison would be written
+        raise DataError("--base", f"{', '.join(map(repr, unknown))}: no solution of that name in these runs",
+                        f"name one of {sorted(set(df.solution))}")
+    for base in unknown:   # beside a --base that is there: skipped, with a warning
+        print(f"warning: --base {base!r}: no solution of that name in these runs, no comparison to it (there: "
+              f"{', '.join(sorted(set(df.solution)))})", file=sys.stderr)
     timers = sorted(set(df.timer[df.latency_us.notna()]))  # failed pairs were not timed
     if len(timers) > 1 and not args.allow_mixed_timers:
         raise DataError("report", f"these runs used different timers {timers}; their figures are not comparable",
@@ -483,6 +590,9 @@ def _run_fidelity(args):
     device = device_of(args)
     if not device.startswith("cuda"):
         raise DataError("--device", "FlashInfer-Bench's runners need a GPU")
+    if args.prestart is not None and args.runner != "isolated":
+        print(f"warning: --prestart has no effect with --runner {args.runner} (only with --runner isolated)",
+              file=sys.stderr)
     import torch
     if torch.cuda.device_count() > 1:
         raise DataError("fidelity", f"{torch.cuda.device_count()} GPUs are visible: FlashInfer-Bench would time the "
@@ -579,10 +689,19 @@ def main(argv=None):
     argv = sys.argv[1:] if argv is None else list(argv)
     args = build_parser().parse_args(argv)
     args.argv = argv[1:]   # after the subcommand: what runs.jsonl records
+    if getattr(args, "definition", None):
+        args.definition = list(dict.fromkeys(args.definition))   # a definition named twice runs once
     try:
+        out = getattr(args, "out", None) or getattr(args, "default_out", None)
+        if getattr(args, "writes_out", False) and out:
+            check_out(out)
         return args.func(args)
     except DataError as exc:
         print(f"error: {exc}", file=sys.stderr)
+        return 2
+    except OSError as exc:   # e.g. a folder that became unwritable mid-run: one line, not a traceback
+        print(f"error: {f'{exc.filename}: {exc.strerror}' if exc.filename and exc.strerror else exc}",
+              file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         print("interrupted: traces written so far are kept; run the same command again to resume", file=sys.stderr)

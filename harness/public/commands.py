@@ -15,7 +15,8 @@ ENTRY_BUDGET_S = 120.0  # public run --entry-budget: a fast entry spends ~0.3 s 
 
 
 def add_public_parser(subparsers):
-    p = subparsers.add_parser("public", help="other teams' published GDN solutions: fetch them, list them")
+    p = subparsers.add_parser("public", help="other teams' published GDN solutions: fetch them, list them, run "
+                                             "them beside ours and report the leaderboard")
     actions = p.add_subparsers(dest="public_action", required=True, metavar="ACTION")
     f = actions.add_parser("fetch", help="get each entry's Solution JSON into the cache")
     f.add_argument("--from", dest="source", default=None, metavar="DIR",
@@ -25,10 +26,10 @@ def add_public_parser(subparsers):
     ls = actions.add_parser("list", help="what is known, fetched and runnable here")
     ls.add_argument("--cache", default=str(DEFAULT_CACHE), metavar="DIR", help="default: .cache/public in the repo")
     ls.set_defaults(func=cmd_list)
-    from harness.cli import add_run_options, non_negative_int
+    from harness.cli import EVERY_DEFINITION, add_run_options, non_negative_int
     r = actions.add_parser("run", help="ours, the FlashInfer baseline, FLA and every fetched entry that can run here, "
                                        "in one run per definition, then the leaderboard (a GPU)")
-    add_run_options(r)
+    add_run_options(r, EVERY_DEFINITION, "output folder (traces/, leaderboard/; default: results/<gpu>/public)")
     r.add_argument("--cache", default=str(DEFAULT_CACHE), metavar="DIR", help="default: .cache/public in the repo")
     r.add_argument("--solution", action="append", default=[], metavar="SOL",
                    help="also run this solution (a .json, a starter-kit folder, a dataset root; repeatable), e.g. "
@@ -41,18 +42,23 @@ def add_public_parser(subparsers):
                         "time), its remaining pairs are not run (listed with the reason, no trace). Default "
                         f"{ENTRY_BUDGET_S:g} per definition, about 4x what a fast entry spends on 100 workloads; 0: "
                         "no limit")
-    r.set_defaults(func=cmd_run, default_out=None)
+    r.set_defaults(func=cmd_run, default_out=None, writes_out=True)
     rep = actions.add_parser("report", help="the leaderboard again from a public run's folder (no GPU needed)")
     rep.add_argument("--out", required=True, metavar="DIR", help="the folder the public run wrote")
     rep.add_argument("--definition", action="append", metavar="NAME", help="default: every one with traces there")
     rep.add_argument("--dataset", default=None, metavar="DIR", help="dataset root (default: the repo's workloads/)")
     rep.add_argument("--cache", default=str(DEFAULT_CACHE), metavar="DIR", help="default: .cache/public in the repo")
-    rep.set_defaults(func=cmd_report)
+    rep.set_defaults(func=cmd_report, writes_out=True)
 
 
 def cmd_fetch(args):
     """One line per entry (a reason repeated from the line above is not printed again), then the counts; exit 1
     unless every entry was fetched."""
+    from harness.cli import check_out
+    if args.source and Path(args.source).exists() and not Path(args.source).is_dir():
+        raise DataError(args.source, "--from names a file, not a folder", "give a folder laid out "
+                        "<definition>/<name>.json")
+    check_out(args.cache, "--cache")
     results = fetch(load_entries(), args.cache, args.source)
     previous = None
     for r in results:
@@ -88,7 +94,7 @@ def binding_shown(entry):
 def cmd_run(args):
     """The public leaderboard run: every runnable fetched entry beside ours, the baseline and FLA, interleaved per
     workload; entries that cannot run here are listed with the reason. Exit status: our submission's pairs."""
-    from harness.cli import dataset_of, device_of, exit_status, run_options, select_workloads
+    from harness.cli import dataset_of, device_of, exit_status, run_options, select_workloads, warn_ignored
     from harness.eval.options import print_differences
     from harness.eval.console import run_definition
     from harness.full import RESULTS_ROOT, RunRecord, gpu_slug, record_run, start_from_results_cache
@@ -98,6 +104,7 @@ def cmd_run(args):
     device = device_of(args)
     if not device.startswith("cuda"):
         raise DataError("--device", "the public run times kernels on a GPU", "check an entry on the CPU with eval")
+    warn_ignored(args, device)
     import torch
     slug = gpu_slug(torch.cuda.get_device_name())
     out = Path(args.out or RESULTS_ROOT / slug / "public")
