@@ -57,9 +57,11 @@ def _from_path(arg):
         return [Solution.load(p) for p in sorted((path / "solutions").rglob("*.json"))]
     found = [Solution.load(p) for p in sorted(path.rglob("*.json"))]
     if not found:
+        kits = [str(p) for p in sorted(path.iterdir()) if p.is_dir() and is_starter_kit(p)]
         raise DataError(arg, "holds no solution: not a starter-kit folder (config.toml and solution/<language>/), "
                              "not a dataset root (solutions/), and no solution JSON under it",
-                        "a starter kit needs its config.toml (examples/ has two)")
+                        f"it holds starter kits: name one, or each with its own --solution: {', '.join(kits)}"
+                        if kits else "a starter kit needs a config.toml beside solution/<language>/ (see examples/)")
     return found
 
 
