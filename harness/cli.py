@@ -112,7 +112,9 @@ def select_workloads(workloads, selector):
             picked.extend(indices)
             continue
         if len(hits) != 1:
-            raise DataError("--workloads", f"{part!r} matches {len(hits)} workload uuids; need exactly one")
+            some = ", ".join(f"{i}: {workloads[i].uuid[:8]}" for i in hits[:6]) + (", ..." if len(hits) > 6 else "")
+            raise DataError("--workloads", f"{part!r} matches {len(hits)} workload uuids"
+                                           + (f" ({some})" if hits else "") + "; need exactly one")
         picked.extend(hits)
     seen = set()
     return [workloads[i] for i in picked if not (i in seen or seen.add(i))]

@@ -27,8 +27,11 @@ def test_selectors():
     with pytest.raises(DataError, match="'5-2' is empty: it starts after it ends") as exc:
         select_workloads(ws, "5-2")
     assert exc.value.hint == "write it low-high, e.g. 2-5"
-    with pytest.raises(DataError, match="matches 0 workload uuids"):
+    with pytest.raises(DataError, match="matches 0 workload uuids; need exactly one"):
         select_workloads(ws, "zzzz")
+    some = [i for i, w in enumerate(ws) if w.uuid.startswith("a")]
+    with pytest.raises(DataError, match=f"'a' matches {len(some)} workload uuids \\({some[0]}: {ws[some[0]].uuid[:8]}"):
+        select_workloads(ws, "a")   # the candidates, with their indices
 
 
 @pytest.mark.parametrize("definition,selector", [

@@ -215,8 +215,9 @@ def test_a_folder_that_holds_no_solution_is_named(toy, tmp_path, capsys):
 def test_a_folder_of_kits_named_as_one_solution_lists_them(tmp_path, capsys):
     kits = REPO / "examples"
     assert main(["eval", "--solution", str(kits), "--device", "cpu", "--out", str(tmp_path / "o")]) == 2
-    assert (f"it holds starter kits: name one, or each with its own --solution: {kits / 'gdn_decode_qk4_v8_d128_k_last'}"
-            in capsys.readouterr().err)
+    decode = kits / "gdn_decode_qk4_v8_d128_k_last"
+    listed = f"it holds starter kits: name one, or each with its own --solution: {decode}"
+    assert listed in capsys.readouterr().err
 
 
 def test_a_kit_read_with_a_note_says_so_when_evaluated(tmp_path, capsys):
