@@ -126,3 +126,10 @@ def test_public_report_rewrites_the_leaderboard_of_a_folder_for_the_gpu_it_was_t
     assert main(["public", "report", "--out", str(tmp_path)]) == 0
     assert seen["ours"] == {definition: "gdn-harness-decode"}
     assert main(["public", "report", "--out", str(tmp_path / "empty")]) == 2
+
+
+def test_public_run_on_the_cpu_is_refused_with_the_command_that_checks_an_entry_there(tmp_path, capsys):
+    rc = main(["public", "run", "--device", "cpu", "--cache", str(tmp_path / "cache"), "--out", str(tmp_path / "o")])
+    err = capsys.readouterr().err
+    assert rc == 2 and "the public run times kernels on a GPU" in err
+    assert f"gdn-harness eval --solution {tmp_path / 'cache'}/<definition>/<name>.json --device cpu" in err

@@ -103,7 +103,10 @@ def cmd_run(args):
 
     device = device_of(args)
     if not device.startswith("cuda"):
-        raise DataError("--device", "the public run times kernels on a GPU", "check an entry on the CPU with eval")
+        raise DataError("--device", "the public run times kernels on a GPU",
+                        f"check a fetched entry on the CPU with eval: gdn-harness eval --solution "
+                        f"{args.cache}/<definition>/<name>.json --device cpu --workloads 0 (gdn-harness public list "
+                        "names them)")
     warn_ignored(args, device)
     import torch
     slug = gpu_slug(torch.cuda.get_device_name())
