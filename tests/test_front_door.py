@@ -119,6 +119,20 @@ def test_what_the_sources_tell_is_caught_before_any_child(toy, capsys, monkeypat
     assert out.count("COMPILE_ERROR: static on") == 3
 
 
+@pytest.mark.parametrize("main, helper_path, verdict", [
+    (GOOD, "unused.py", 0),                                       # nothing imports it: the build never runs it
+    ("from . import helpers\n" + GOOD, "helpers.py", 1),          # imported relatively: the build fails on it
+    ("import helpers\n" + GOOD, "helpers.py", 1),                 # imported as a top-level own module
+    ("from .pkg.helpers import x\n" + GOOD, "pkg/helpers.py", 1),  # a subpackage
+])
+def test_a_missing_import_counts_only_in_sources_the_entry_imports(toy, capsys, main, helper_path, verdict):
+    """A missing module imported by a source file nothing imports is no COMPILE_ERROR (it was, as for the entry)."""
+    _, write, run = toy
+    helper = {"path": helper_path, "content": "import not_a_module_anywhere\nx = 1\n"}
+    assert run("--solution", str(write("helped", main, extra_sources=[helper]))) == verdict
+    assert ("imports not_a_module_anywhere" in capsys.readouterr().out) == bool(verdict)
+
+
 def test_an_entry_point_bound_by_an_import_is_left_to_the_build(toy, capsys):
     _, write, run = toy
     helper = {"path": "impl.py", "content": GOOD}

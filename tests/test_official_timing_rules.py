@@ -145,6 +145,37 @@ def test_the_timer_and_reference_differences_are_printed_where_they_apply():
     assert not any("CUPTI" in n or n.startswith("reference latencies are cached") for n in cpu)
 
 
+def test_tolerances_events_isolation_none_and_the_gpu_are_printed_where_they_apply():
+    """Each can change a verdict or a latency against the official run, so a run says so."""
+    from harness.eval.correctness import Tolerance
+    from harness.eval.options import differences
+    plain = differences(EvalOptions(device="cuda", isolation="process"))
+    loose = differences(EvalOptions(device="cpu", tolerance=Tolerance(0.5, 0.01, 0.99), isolation="none"))
+    assert not any("--atol/--rtol" in n or "--isolation none" in n or "--timer events" in n for n in plain)
+    assert ("correctness uses atol 0.5, rtol 0.01 and a required matched ratio of 0.99 (--atol/--rtol/"
+            "--required-matched-ratio; officially 0.01, 0.01 and 1)") in loose
+    assert any(n.startswith("--isolation none: solutions run in this process, with no timeout") for n in loose)
+    events = differences(EvalOptions(device="cuda", isolation="process", timer="events"))
+    assert any(n.startswith("latencies are CUDA-event times (--timer events), NOT the official") for n in events)
+    assert any(n.startswith("this run times on ") and "the contest timed on a B200" in n for n in plain)
+    assert not any("the contest timed on a B200" in n for n in loose)
+    assert any("a crash or a hang in them makes the pair RUNTIME_ERROR or TIMEOUT" in n for n in loose)
+
+
+def test_a_child_makes_the_runs_gpu_its_current_one(monkeypatch):
+    """--device cuda:1: synchronize, events and Triton's launches act on the current GPU, so the child sets it (as
+    FlashInfer-Bench's torch.cuda.device(device) around each call does) before it makes its CUDA context."""
+    import torch
+
+    from harness.eval import pool
+    calls = []
+    monkeypatch.setattr(torch.cuda, "init", lambda: calls.append("init"))
+    monkeypatch.setattr(torch.cuda, "set_device", lambda d: calls.append(("set_device", d)))
+    monkeypatch.setattr(torch, "empty", lambda *a, device=None, **k: calls.append(("empty", device)))
+    pool._warm_up_cuda("cuda:1")
+    assert calls[:3] == ["init", ("set_device", torch.device("cuda:1")), ("empty", "cuda:1")]
+
+
 def test_settings_other_than_the_official_ones_are_printed_on_a_gpu():
     from harness.eval.options import differences
     official = TimingConfig(10, 50, 3)

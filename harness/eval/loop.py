@@ -49,6 +49,9 @@ def evaluate(dataset, definition, workloads, solutions, opts, stats=None):
     official_order). Returns PairResults in the order given (workloads, then solutions); `stats`
     (a dict, if given) receives the run's own times: parallel preparation, reference timing, whole loop."""
     out_dir = Path(opts.out_dir)
+    if opts.device.startswith("cuda"):   # the reference is timed here: on the run's GPU, as in the children
+        import torch
+        torch.cuda.set_device(torch.device(opts.device))
     authors = {s.name: s.author for s in solutions}
     run = run_key(definition, opts)
     for name, (other, elsewhere, again) in retire_traces(out_dir, definition, solutions, workloads, opts,

@@ -7,6 +7,7 @@ from pathlib import Path
 import torch
 
 from harness.dist.cluster import RayOptions
+from harness.eval import environment
 from harness.eval.child import TimingConfig
 from harness.eval.correctness import Tolerance
 from harness.eval.give_up import GiveUpRule
@@ -23,7 +24,9 @@ DEVIATIONS = [
     "DPS outputs are filled with NaN before each correctness call (torch.empty otherwise), so a solution that "
     "never writes them cannot pass on leftover memory",
     "after timing, one more call on perturbed inputs written into the same tensors checks for memoized "
-    "outputs (on a GPU, two more check for host syncs); a warning, a failure with --strict",
+    "outputs (on a GPU, two more check for host syncs); a warning, a failure with --strict. These calls run within "
+    "the pair's --timeout, so a crash or a hang in them makes the pair RUNTIME_ERROR or TIMEOUT although its "
+    "official calls passed",
     "inputs are copied before the first correctness call and outputs right after each one, on the device, to warn "
     "of modified inputs and of work left running (officially no copies)",
     "workloads are checked before any pair: an input or axis the definition does not have, or one it has that the "
@@ -56,6 +59,16 @@ def print_differences(*runs):
 def differences(opts):
     timing = opts.timing
     notes = list(DEVIATIONS)
+    if opts.tolerance != Tolerance():
+        t, official = opts.tolerance, Tolerance()
+        notes.append(f"correctness uses atol {t.atol:g}, rtol {t.rtol:g} and a required matched ratio of "
+                     f"{t.required_matched_ratio:g} (--atol/--rtol/--required-matched-ratio; officially "
+                     f"{official.atol:g}, {official.rtol:g} and {official.required_matched_ratio:g})")
+    if opts.device.startswith("cuda"):
+        notes.append(f"this run times on {environment.hardware(opts.device)} with "
+                     f"flashinfer {environment.libs(opts.device).get('flashinfer', 'not installed')}; the contest "
+                     "timed on a B200 (sm_100a) with locked clocks, FlashInfer and FlashInfer-Bench built from their "
+                     "main branches")
     if opts.device.startswith("cuda") and opts.official and timing and timing != opts.official:
         notes.append(f"solutions are timed with {timing.warmup} warmup, {timing.iters} timed call(s) per trial and "
                      f"{timing.trials} trial(s) (--warmup/--iterations/--trials; officially {opts.official.warmup}/"
@@ -74,12 +87,19 @@ def differences(opts):
             notes.append("the official CUPTI timer is required: without it the run stops, and FlashInfer falling back "
                          "to CUDA events inside a call is RUNTIME_ERROR (officially a silent fall-back, a warning "
                          "in the child's log)")
+        else:
+            notes.append("latencies are CUDA-event times (--timer events), NOT the official CUPTI span: speedups and "
+                         "scores are not comparable with official figures")
     if opts.payload_cache:
         notes.append(f"{PAYLOAD_CACHE_NOTE}: {opts.payload_cache}")
     if opts.isolation == "worker":
         notes.append("each solution runs in one persistent child (restarted after a crash), not a fresh process per "
-                     "pair; --isolation process for the official mode. Its --timeout runs from the job's send, "
-                     "not from a child's start, and there is no 30 s start limit")
+                     "pair; --isolation process for the official mode. Its module state (globals, caches, buffers) "
+                     "lasts from one workload to the next; its --timeout runs from the job's send, not from a "
+                     "child's start, and there is no 30 s start limit")
+    if opts.isolation == "none":
+        notes.append("--isolation none: solutions run in this process, with no timeout (a hang never becomes "
+                     "TIMEOUT, a crash ends the run); officially a fresh child per pair. For debugging")
     if opts.isolation == "process" and opts.prestart:
         notes.append(f"{opts.prestart} spare children start beside the timed calls (the official runner starts one "
                      "child per pair, after the previous one ends); a spare's --timeout runs from its pair's start, "
@@ -102,7 +122,7 @@ def differences(opts):
         notes.append("--state-copy: a device copy of each workload's state into new_state is timed in this process "
                      "with the solutions' settings" + (", beside the actors' timed calls" if opts.ray else "") +
                      "; the official evaluator times no such thing (the figure goes to the harness extras only)")
-    if opts.reference_timing:
+    if opts.reference_timing and opts.profile_baseline:
         notes.append("the prefill reference is timed with 1 trial of 1 iteration and no warmup (its Python loop is "
                      "slow); --reference-timing official times it as the solutions")
     if opts.profile_baseline and opts.device.startswith("cuda"):

@@ -63,7 +63,7 @@ def _child_main(conn, log_path, device, one_shot):
     from harness.eval.child import run_job  # the slow part of start-up (torch)
 
     if device.startswith("cuda"):
-        _warm_up_cuda()
+        _warm_up_cuda(device)
     hook = os.environ.get(STARTUP_HOOK_ENV)
     if hook:
         module, _, function = hook.partition(":")
@@ -83,12 +83,15 @@ def _child_main(conn, log_path, device, one_shot):
             return
 
 
-def _warm_up_cuda():
+def _warm_up_cuda(device):
     """Start-up work every CUDA child repeats (CUDA context, Triton, FlashInfer's timer and CUPTI), done
-    before the child reports ready, as officially. Failures are left for the job to meet."""
+    before the child reports ready, as officially. The run's GPU (`device`, e.g. cuda:1) becomes the current one,
+    as FlashInfer-Bench's torch.cuda.device(device) around each call makes it: synchronize, events and Triton's
+    launches act on the current GPU. Failures are left for the job to meet."""
     import torch
     torch.cuda.init()
-    torch.empty(1, device="cuda")  # creates the context without launching a kernel beside a timed one
+    torch.cuda.set_device(torch.device(device))
+    torch.empty(1, device=device)  # creates the context without launching a kernel beside a timed one
     for module in ("triton", "flashinfer.testing", "cupti"):
         try:
             importlib.import_module(module)
