@@ -161,3 +161,31 @@ def test_where_the_starter_kit_packer_differs_it_is_said(tmp_path):
     assert any("description" in n for n in notes) and any("language 'python'" in n for n in notes)
     (_, ours, notes), = package(REPO / "submission", tmp_path / "out2", ds)[:1]
     assert notes == [] and kit_packer_differences(ours) == []
+
+
+def test_a_linked_folder_in_the_sources_is_refused_not_left_out(tmp_path):
+    """A symbolic link to a folder was skipped without a word (its files missing from the package); a linked file
+    was already refused."""
+    kit = _kit(tmp_path)
+    (tmp_path / "lib").mkdir()
+    (tmp_path / "lib" / "util.py").write_text("SCALE = 1\n")
+    (kit / "solution" / "python" / "lib").symlink_to(tmp_path / "lib", target_is_directory=True)
+    with pytest.raises(DataError, match="symbolic links are not packed") as exc:
+        load_starter_kit(kit)
+    assert exc.value.where == str(kit / "solution" / "python" / "lib")
+
+
+def test_sources_in_another_folder_than_the_language_say_how_to_name_it(tmp_path):
+    kit = _kit(tmp_path)
+    (kit / "solution" / "python").rename(kit / "solution" / "src")
+    with pytest.raises(DataError, match=r"no source folder solution/python/ for language 'python'") as exc:
+        load_starter_kit(kit)
+    assert exc.value.hint == 'move the sources there, or name their folder with [build] source_dir = "src"'
+
+
+def test_a_binary_source_file_says_what_to_do(tmp_path):
+    kit = _kit(tmp_path)
+    (kit / "solution" / "python" / "weights.bin").write_bytes(b"\xff\xfe\x00\x01")
+    with pytest.raises(DataError, match="source file is not UTF-8 text") as exc:
+        load_starter_kit(kit)
+    assert "keep binary files out of the source folder" in exc.value.hint

@@ -98,3 +98,22 @@ def test_a_kept_failure_is_shown_with_its_reason_and_sets_the_exit_status(toy, c
     assert "0 pairs evaluated, 1 kept from an earlier run" in out and "0 PASSED, 1 not" in out
     assert run("--solution", sol, "--workloads", "0", "--exit-zero") == 0
     assert len(_traces(tmp)) == 1                                           # kept, not evaluated again
+
+
+@pytest.mark.parametrize("damage, expected", [
+    (lambda line: line[:100], "invalid JSON"),
+    (lambda line: "[1, 2]", "a trace must be a JSON object, got list"),
+])
+def test_a_damaged_trace_line_is_an_error_naming_it(toy, capsys, damage, expected):
+    """A line in the middle of a trace file edited or cut: one error naming file and line (it was a traceback)."""
+    tmp, write, run = toy
+    sol = write("good", GOOD)
+    assert run("--solution", sol) == 0
+    path = tmp / "out" / "traces" / "tester" / "toy" / "toy_axpy.jsonl"
+    lines = path.read_text().splitlines()
+    lines[1] = damage(lines[1])
+    path.write_text("\n".join(lines) + "\n")
+    capsys.readouterr()
+    assert run("--solution", sol) == 2
+    err = capsys.readouterr().err
+    assert f"error: {path}:2: {expected}" in err and "fix or delete" in err

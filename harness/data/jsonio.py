@@ -70,7 +70,10 @@ def read_jsonl(path, allow_partial_tail=False):
             rows.append((f"{path}:{lineno}", json.loads(line)))
         except json.JSONDecodeError as exc:
             raise DataError(f"{path}:{lineno}", f"invalid JSON: {exc.msg} at column {exc.colno}",
-                            "a truncated last line usually means an interrupted writer; delete it") from None
+                            "a truncated last line usually means an interrupted writer; delete it"
+                            if lineno == len(lines) else
+                            f"line {lineno} of {len(lines)} was edited or damaged: fix or delete it (the other "
+                            "lines are intact)") from None
     return rows
 
 

@@ -82,19 +82,26 @@ def load_starter_kit(folder):
     src_root = folder / "solution" / bld.get("source_dir", language)
     check_source_path(bld.get("source_dir", language), cfg_path)
     if not src_root.is_dir():
-        raise DataError(cfg_path, f"no source folder {src_root.relative_to(folder)}/ for language {language!r}")
+        there = sorted(p.name for p in (folder / "solution").iterdir() if p.is_dir()) \
+            if (folder / "solution").is_dir() else []
+        raise DataError(cfg_path, f"no source folder {src_root.relative_to(folder)}/ for language {language!r}",
+                        f"move the sources there, or name their folder with [build] source_dir = \"{there[0]}\""
+                        if there else "put the sources in it")
     sources = []
     for p in sorted(src_root.rglob("*")):
         rel = p.relative_to(src_root)
-        if p.is_dir() or SKIP_PARTS & set(rel.parts) or p.suffix in SKIP_SUFFIXES:
+        if SKIP_PARTS & set(rel.parts) or p.suffix in SKIP_SUFFIXES:
             continue
-        if p.is_symlink():
-            raise DataError(p, "symbolic links are not packed", "copy the file into the solution folder")
+        if p.is_symlink():   # before is_dir, which follows a link to a folder (and its files were left out)
+            raise DataError(p, "symbolic links are not packed", "copy the file or folder into the solution folder")
+        if p.is_dir():
+            continue
         check_source_path(rel.as_posix(), p)
         try:
             sources.append(SourceFile(rel.as_posix(), p.read_text(encoding="utf-8")))
         except UnicodeDecodeError:
-            raise DataError(p, "source file is not UTF-8 text") from None
+            raise DataError(p, "source file is not UTF-8 text (a Solution JSON holds its sources as text)",
+                            "keep binary files out of the source folder; save text as UTF-8") from None
     entry = bld["entry_point"]
     if "::" not in entry:
         raise DataError(cfg_path, f"[build] entry_point {entry!r} must be 'file.ext::symbol'")

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from harness.data.dataset import append_jsonl_text, read_traces, trace_path
-from harness.data.jsonio import write_text_atomic
+from harness.data.jsonio import DataError, read_jsonl, write_text_atomic
 from harness.data.trace import Correctness, Environment, Evaluation, Performance, Status, Trace
 
 
@@ -81,6 +81,10 @@ def retire_traces(out_dir, definition, solutions, workloads, opts, run):
         if not path.exists():
             continue
         digests = {s.name: solution_digest(s) for s in solutions if s.author == author}
+        for where, obj in read_jsonl(path, allow_partial_tail=True):   # a broken line: a DataError naming it
+            if not isinstance(obj, dict):
+                raise DataError(where, f"a trace must be a JSON object, got {type(obj).__name__}",
+                                "fix or delete that line (the other traces are intact)")
         keep, retire = [], []
         text = path.read_text(encoding="utf-8")
         for line in text[: text.rfind("\n") + 1].splitlines(keepends=True):
