@@ -637,6 +637,10 @@ def cmd_tune(args):
     if unknown:
         raise DataError("--definition", f"no launch table to tune for {', '.join(unknown)}",
                         f"name {DECODE} or {PREFILL}")
+    if not device.startswith("cuda") and args.submission is None:
+        raise DataError("--device", "tune --device cpu times Triton's interpreter (hours; for tests) and writes a "
+                        "'cpu' table into the submission it tunes, which `make package` would pack",
+                        "tune on a CUDA GPU; to try it on the CPU, give --submission with a copy of submission/")
     folders = {n: Path(args.submission or REPO / "submission") / n / "solution" / "triton" for n in names}
     for n, folder in folders.items():
         if not (folder / "launch_table.py").is_file():

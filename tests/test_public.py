@@ -53,6 +53,7 @@ def test_fetch_from_folder_copies_the_good_and_records_the_rest(folder, tmp_path
     assert (good.status, good.path) == ("fetched", cache / DECODE / "good.json")
     assert Solution.load(good.path).name == "good"
     assert empty.status == "refused" and "'kernel.py' is empty" in empty.reason and empty.path is None
+    assert empty.earlier == "removed" and "removed the copy fetched earlier, no longer valid" in empty.earlier_said()
     assert absent.status == "missing" and "absent.json does not exist" in absent.reason
     assert sorted(p.name for p in (cache / DECODE).iterdir()) == ["good.json"]
     solutions, left_out = public_solutions(cache, DECODE, entries)
@@ -238,3 +239,80 @@ def test_cli_fetch_prints_a_repeated_reason_once(tmp_path, monkeypatch, capsys):
     out = capsys.readouterr().out.splitlines()
     assert "network needed: git clone" in out[0] and out[1] == "not fetched  b: (same as above)"
     assert out[2].startswith("2 entries: 2 not fetched")
+
+
+def fetch_cli(cache, source=None):
+    args = parser().parse_args(["public", "fetch", "--cache", str(cache), *(["--from", str(source)] if source else [])])
+    return args.func(args)
+
+
+def test_cli_fetch_without_network_keeps_the_copies_fetched_earlier(folder, tmp_path, monkeypatch, capsys):
+    root, (good, empty, absent) = folder
+    (root / DECODE / "other.json").write_text(json.dumps(solution_json("other")))
+    entries = [good, entry("other"), empty, absent]
+    monkeypatch.setattr(harness.public.commands, "load_entries", lambda: entries)
+    cache = tmp_path / "cache"
+    assert fetch_cli(cache, root) == 1
+    before = {p: p.read_bytes() for p in cache.rglob("*.json")}
+    assert sorted(p.name for p in before) == ["good.json", "other.json"]
+    capsys.readouterr()
+    monkeypatch.setattr(harness.public.fetch, "url_for", lambda name: str(tmp_path / "no-such-host"))
+    assert fetch_cli(cache) == 1                         # nothing was fetched now: still not a success
+    out = capsys.readouterr().out.splitlines()
+    assert {p: p.read_bytes() for p in cache.rglob("*.json")} == before
+    assert out[0].startswith("not fetched  good: network needed: git clone ")
+    assert out[0].endswith("; kept the copy fetched earlier")
+    assert out[1] == "not fetched  other: (same as above); kept the copy fetched earlier"
+    assert out[2:4] == ["not fetched  empty: (same as above)", "not fetched  absent: (same as above)"]
+    assert out[4].startswith("4 entries: 4 not fetched; copies fetched earlier: 2 kept (cache ")
+    assert [s.name for s in public_solutions(cache, DECODE, entries)[0]] == ["good", "other"]
+
+
+def test_fetch_without_network_removes_a_copy_the_facts_refuse_and_says_so(tmp_path, monkeypatch):
+    cache = tmp_path / "cache"
+    (cache / DECODE).mkdir(parents=True)
+    (cache / DECODE / "a.json").write_text(json.dumps(solution_json("b")))   # the facts' a is another solution now
+    monkeypatch.setattr(harness.public.fetch, "url_for", lambda name: str(tmp_path / "no-such-host"))
+    (result,) = fetch([entry("a")], cache)
+    assert result.status == "not fetched" and result.earlier == "removed" and result.path is None
+    assert "holds solution 'b'" in result.earlier_reason and not (cache / DECODE / "a.json").exists()
+
+
+def test_cli_fetch_from_a_folder_with_a_bad_json_keeps_the_good_copy(folder, tmp_path, monkeypatch, capsys):
+    root, (good, _, absent) = folder
+    entries = [good, absent]
+    monkeypatch.setattr(harness.public.commands, "load_entries", lambda: entries)
+    cache = tmp_path / "cache"
+    fetch_cli(cache, root)
+    kept = (cache / DECODE / "good.json").read_bytes()
+    later = tmp_path / "later"
+    (later / DECODE).mkdir(parents=True)
+    (later / DECODE / "good.json").write_text(json.dumps(solution_json("good", content="")))   # refused
+    capsys.readouterr()
+    assert fetch_cli(cache, later) == 1
+    out = capsys.readouterr().out.splitlines()
+    assert (cache / DECODE / "good.json").read_bytes() == kept
+    assert out[0].startswith("refused      good: ") and "'kernel.py' is empty" in out[0]
+    assert out[0].endswith("; kept the copy fetched earlier")
+    assert out[1].startswith("missing      absent: ") and "kept" not in out[1]
+    assert out[2].startswith("2 entries: 1 missing, 1 refused; copies fetched earlier: 1 kept (cache ")
+    (result, _) = fetch(entries, cache, source=later)
+    assert (result.status, result.earlier, result.path) == ("refused", "kept", cache / DECODE / "good.json")
+
+
+def test_fetch_from_a_folder_one_level_too_deep_points_at_its_parent(folder, tmp_path):
+    root, entries = folder
+    cache = tmp_path / "cache"
+    fetch(entries, cache, source=root)
+    with pytest.raises(DataError, match=rf"one level too deep: point --from at its parent folder \({root}\)"):
+        fetch(entries, cache, source=root / DECODE)           # named after a definition
+    flat = tmp_path / "flat"
+    flat.mkdir()
+    (flat / "good.json").write_text(json.dumps(solution_json("good")))
+    with pytest.raises(DataError, match=rf"one level too deep: point --from at its parent folder \({tmp_path}\)"):
+        fetch(entries, cache, source=flat)                    # an entry's JSON right in it
+    (tmp_path / "elsewhere").mkdir()
+    with pytest.raises(DataError, match="holds no folder named after a definition") as refused:
+        fetch(entries, cache, source=tmp_path / "elsewhere")
+    assert "too deep" not in str(refused.value)
+    assert (cache / DECODE / "good.json").is_file()           # refused before any work: the cache is as it was

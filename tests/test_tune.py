@@ -72,6 +72,13 @@ def test_tune_refuses_a_folder_that_is_not_our_submission_and_an_unknown_definit
     assert "no launch table to tune for gdn_mystery" in capsys.readouterr().err
 
 
+def test_tune_on_the_cpu_does_not_write_into_the_repos_submission(capsys):
+    """--device cpu would write a 'cpu' table into submission/ (then packed); it needs a copy named."""
+    assert main(["tune", "--device", "cpu"]) == 2
+    err = capsys.readouterr().err
+    assert "writes a 'cpu' table into the submission it tunes" in err and "--submission with a copy" in err
+
+
 def test_tune_without_a_gpu_says_it_needs_one(monkeypatch, capsys):
     import torch
     monkeypatch.setattr(torch.cuda, "is_available", lambda: False)

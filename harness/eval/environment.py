@@ -1,6 +1,7 @@
 """Provenance of a run: hardware, library versions, harness commit, timer, inputs."""
 import functools
 import hashlib
+import importlib.metadata
 import os
 import platform
 import subprocess
@@ -28,6 +29,14 @@ def harness_commit():
         return commit + (f"-dirty.{hashlib.sha256(diff).hexdigest()[:12]}" if diff else "")
     except (OSError, subprocess.SubprocessError):
         return "unknown"
+
+
+def package_version(distribution):
+    """The installed version of a distribution (pip's name), or None; without importing it."""
+    try:
+        return importlib.metadata.version(distribution)
+    except importlib.metadata.PackageNotFoundError:
+        return None
 
 
 def _version(module):

@@ -65,8 +65,8 @@ def differences(opts):
                      f"{t.required_matched_ratio:g} (--atol/--rtol/--required-matched-ratio; officially "
                      f"{official.atol:g}, {official.rtol:g} and {official.required_matched_ratio:g})")
     if opts.device.startswith("cuda"):
-        notes.append(f"this run times on {environment.hardware(opts.device)} with "
-                     f"flashinfer {environment.libs(opts.device).get('flashinfer', 'not installed')}; the contest "
+        notes.append(f"this run times on {environment.hardware(opts.device)} with flashinfer "
+                     f"{environment.package_version('flashinfer-python') or 'not installed'}; the contest "
                      "timed on a B200 (sm_100a) with locked clocks, FlashInfer and FlashInfer-Bench built from their "
                      "main branches")
     if opts.device.startswith("cuda") and opts.official and timing and timing != opts.official:

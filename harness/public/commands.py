@@ -52,8 +52,9 @@ def add_public_parser(subparsers):
 
 
 def cmd_fetch(args):
-    """One line per entry (a reason repeated from the line above is not printed again), then the counts; exit 1
-    unless every entry was fetched."""
+    """One line per entry (a reason repeated from the line above is not printed again; what became of the copy
+    fetched earlier of an entry not fetched now), then the counts; exit 1 unless every entry was fetched now (a copy
+    kept from an earlier fetch is not one)."""
     from harness.cli import check_out
     if args.source and Path(args.source).exists() and not Path(args.source).is_dir():
         raise DataError(args.source, "--from names a file, not a folder", "give a folder laid out "
@@ -63,11 +64,14 @@ def cmd_fetch(args):
     previous = None
     for r in results:
         reason = "(same as above)" if r.reason and r.reason == previous else r.reason
-        print(f"{r.status:<12} {r.entry.name}" + (f": {reason}" if reason else ""))
+        said = "; ".join(x for x in (reason, r.earlier_said()) if x)
+        print(f"{r.status:<12} {r.entry.name}" + (f": {said}" if said else ""))
         previous = r.reason
     counts = {s: sum(r.status == s for r in results) for s in ("fetched", "missing", "refused", "not fetched")}
+    earlier = {s: sum(r.earlier == s for r in results) for s in ("kept", "removed")}
+    earlier_said = ", ".join(f"{n} {s}" for s, n in earlier.items() if n)
     print(f"{len(results)} entries: " + ", ".join(f"{n} {s}" for s, n in counts.items() if n)
-          + f" (cache {args.cache})")
+          + (f"; copies fetched earlier: {earlier_said}" if earlier_said else "") + f" (cache {args.cache})")
     return 0 if counts["fetched"] == len(results) else 1
 
 

@@ -18,9 +18,19 @@ DEFAULT_CACHE = REPO / ".cache" / "public"
 @dataclass
 class FetchResult:
     entry: PublicEntry
-    path: Path | None              # the JSON in the cache, None unless fetched
+    path: Path | None              # the JSON in the cache (fetched now, or kept from earlier), None when none is
     status: str                    # "fetched", "missing", "refused" or "not fetched"
     reason: str = ""
+    earlier: str = ""              # not fetched now: the copy fetched earlier was "kept" or "removed"; "" if none
+    earlier_reason: str = ""       # why it was removed: the cache check's words
+
+    def earlier_said(self):
+        """What the entry's line says of the copy fetched earlier ("" when there was none)."""
+        if self.earlier == "kept":
+            return "kept the copy fetched earlier"
+        if self.earlier == "removed":
+            return f"removed the copy fetched earlier, no longer valid for the facts ({self.earlier_reason})"
+        return ""
 
 
 def cache_path(cache_dir, entry):
@@ -51,17 +61,34 @@ def fetch_state(cache_dir, entry):
 def fetch(entries, cache_dir, source=None):
     """Every entry's Solution JSON into cache_dir/<definition>/<name>.json: copied from `source` (a folder laid out
     the same way), or, without it, packed from a clone of its repository. One FetchResult per entry, in order.
-    A failed fetch removes the entry's old copy, so the cache holds what the last fetch got and nothing stale."""
+    An entry not fetched now (no network, a missing or refused JSON) keeps the copy fetched earlier while that copy
+    passes the check `public list` and `public run` make (fetch_state: it loads, and is the solution and definition
+    the facts name); one that no longer passes is removed, so nothing the facts refuse is left to run. The result
+    says which (FetchResult.earlier): a machine without network keeps what it was given."""
     results = fetch_from_folder(entries, cache_dir, Path(source)) if source else fetch_from_git(entries, cache_dir)
     for r in results:
         if r.status != "fetched":
-            cache_path(cache_dir, r.entry).unlink(missing_ok=True)
+            keep_or_remove_earlier(r, cache_dir)
     return results
+
+
+def keep_or_remove_earlier(result, cache_dir):
+    """The copy fetched earlier of an entry not fetched now: kept if still valid for the facts, else removed."""
+    path = cache_path(cache_dir, result.entry)
+    if not path.is_file():
+        return
+    valid, why = fetch_state(cache_dir, result.entry)
+    if valid:
+        result.path, result.earlier = path, "kept"
+    else:
+        path.unlink()
+        result.earlier, result.earlier_reason = "removed", why
 
 
 def fetch_from_folder(entries, cache_dir, source):
     if not source.is_dir():
         raise DataError(source, "no such folder", "give a folder laid out <definition>/<name>.json")
+    check_layout(entries, source)
     results = []
     for entry in entries:
         src = cache_path(source, entry)
@@ -78,6 +105,20 @@ def fetch_from_folder(entries, cache_dir, source):
         shutil.copyfile(src, target)
         results.append(FetchResult(entry, target, "fetched"))
     return results
+
+
+def check_layout(entries, source):
+    """Refuse a --from folder with no <definition>/ folder of any entry (nothing could be fetched from it); a hint
+    to its parent where it looks one level too deep (named after a definition, or holding an entry's
+    <name>.json itself)."""
+    definitions = sorted({e.definition for e in entries})
+    if not definitions or any((source / d).is_dir() for d in definitions):
+        return
+    too_deep = source.name in definitions or any((source / f"{e.name}.json").is_file() for e in entries)
+    hint = (f"it looks one level too deep: point --from at its parent folder ({source.absolute().parent}), "
+            "the one that holds <definition>/<name>.json" if too_deep
+            else "give a folder laid out <definition>/<name>.json")
+    raise DataError(source, f"holds no folder named after a definition ({', '.join(definitions)})", hint)
 
 
 def url_for(repo):
