@@ -56,19 +56,38 @@ def comparison_tables(df, base):
         entry = {"bucket": bucket, "workloads": len(rows)}
         for s in lat.columns:
             entry[f"{s} mean us"] = float(rows[s].mean())
+            entry[f"{s} n"] = int(rows[s].notna().sum())
             if s != base:
-                entry[f"{s} / {base}"] = float(rows[s].mean() / rows[base].mean())
+                # like with like: both means over the workloads both have a latency on (none: NaN, not a number)
+                both = rows[s].notna() & rows[base].notna()
+                entry[f"{s} / {base}"] = float(rows[s][both].mean() / rows[base][both].mean()) if both.any() \
+                    else math.nan
+                entry[f"{s} / {base} n"] = int(both.sum())
         per_bucket.append(entry)
     summary = []
     for s in lat.columns:
-        st = status[s]
+        st = status[s].dropna()   # NaN: a workload this solution has no trace for
         wins = int((lat[s] < lat[base]).sum()) if s != base else 0
         losses = int((lat[s] > lat[base]).sum()) if s != base else 0
         summary.append({"solution": s, "all_pass": bool((st == "PASSED").all()), "passed": int((st == "PASSED").sum()),
-                        "workloads": int(st.notna().sum()), "mean_us": float(lat[s].mean()),
+                        "workloads": len(st), "mean_us": float(lat[s].mean()),
                         f"mean ratio to {base}": float((lat[s] / lat[base]).mean()),
                         f"wins vs {base}": wins, f"losses vs {base}": losses})
-    return wide, pd.DataFrame(per_bucket), pd.DataFrame(summary)
+    return wide, _counted(pd.DataFrame(per_bucket), lat.columns, base), pd.DataFrame(summary)
+
+
+def _counted(buckets, solutions, base):
+    """The bucket table with a count column only where a figure covers fewer workloads than its bucket has:
+    `<s> n` (the workloads behind <s>'s mean, and its ratio), `<s> / <base> n` where the ratio covers fewer still
+    (workloads <s> has a latency on and the base has none)."""
+    drop = []
+    for s in solutions:
+        n = buckets[f"{s} n"]
+        if (n == buckets.workloads).all():
+            drop.append(f"{s} n")
+        if s != base and (buckets[f"{s} / {base} n"] == n).all():
+            drop.append(f"{s} / {base} n")
+    return buckets.drop(columns=drop)
 
 
 def solution_runs(df):
@@ -116,12 +135,24 @@ def write_comparison(out_dir, definition, base, sources=None):
     if (df.timer == CPU_LABEL).any():
         md += ["", "**Timed with the CPU wall clock** (a correctness run: Triton through its interpreter): these "
                "latencies and ratios say nothing about the kernels' speed on a GPU."]
-    md += ["", "Ratios are latency / base latency (> 1 means slower than the base). " + where, "", "## Summary", "",
-           md_table(summary), "", "## By bucket", "", md_table(buckets), "", f"![{stem}]({stem}.png)", "", *copies,
+    md += ["", "Ratios are latency / base latency (> 1 means slower than the base): per workload; in the summary, "
+           "the mean of those per workload ratios; by bucket, the solution's mean latency over the base's mean on the "
+           "same workloads, those of the bucket where both have a latency (PASSED), '-' where there is none. " + where,
+           "", "## Summary", "", md_table(summary), "", "## By bucket", "", *_counts_note(buckets, base),
+           md_table(buckets), "", f"![{stem}]({stem}.png)", "", *copies,
            "## Per workload", "", md_table(wide.assign(uuid=wide.uuid.str[:8]), ".4g"), ""]
     (out / f"{stem}.md").write_text("\n".join(md) + "\n")
     _plot(wide, buckets, base, out / f"{stem}.png", stem, line)
     return out, summary, buckets
+
+
+def _counts_note(buckets, base):
+    """Markdown lines on the bucket table's count columns; none where every figure covers its whole bucket."""
+    if not any(c.endswith(" n") for c in buckets.columns):
+        return []
+    return [f"A column `<solution> n` counts the workloads behind that solution's mean and its ratio where fewer than "
+            f"the bucket's `workloads` have a latency; `<solution> / {base} n`, where present, those behind the ratio "
+            "where the base lacks a latency on some of them.", ""]
 
 
 def _plot(wide, buckets, base, path, title, footer):

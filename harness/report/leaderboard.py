@@ -167,6 +167,23 @@ def _display(table):
     return t.drop(columns=["ours", "workloads", "of_workloads"])
 
 
+def bucket_counts(g):
+    """Markdown lines: the bucket means that average fewer workloads than their bucket has (some failed or have no
+    trace), as passed/bucket per entry in `g`'s order; none where every mean covers its whole bucket."""
+    total = g.drop_duplicates("uuid").bucket.value_counts()
+    passed = g[g.status == "PASSED"].drop_duplicates(["solution", "uuid"])
+    short = []
+    for solution, s in g.groupby("solution", sort=False):
+        n = passed[passed.solution == solution].bucket.value_counts()
+        cells = [f"{b} {n[b]}/{total[b]}" for b in bucket_order(g.bucket) if 0 < n.get(b, 0) < total[b]]
+        if cells:
+            short.append(f"{solution} ({', '.join(cells)})")
+    if not short:
+        return []
+    return ["Bucket means over fewer workloads than the bucket has (passed/bucket; '-': none passed), so not over "
+            "the same workloads as the other entries' means in that column: " + "; ".join(short) + ".", ""]
+
+
 def _markdown(definition, g, table, line, facts, copies):
     # every section lists the entries in leaderboard order
     rank = dict(zip(table.solution, table["rank"]))
@@ -178,7 +195,7 @@ def _markdown(definition, g, table, line, facts, copies):
           "Ties (all the failing entries) are broken by `speedup_vs_baseline`, the same mean over the workloads "
           "both passed, ungated. `mean_latency_us` and the bucket columns average the PASSED workloads only. "
           "`win_rate_vs_ours`: the fraction of all workloads where both passed and the entry was faster than ours. "
-          "Latencies in microseconds.", "", md_table(_display(table), ".3f"), "",
+          "Latencies in microseconds.", "", md_table(_display(table), ".3f"), "", *bucket_counts(g),
           f"![{definition}]({definition}.png)", "",
           *copies, "## Failures", "", "The reason is the evaluator's message or the end of the last traceback in "
           "the trace log; reasons that differ only in numbers are grouped.", "", *failure_sections(g),
