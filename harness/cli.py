@@ -513,7 +513,10 @@ def cmd_report(args):
     definitions = [dataset.definition(n) for n in (args.definition or sorted(dataset.definitions))]
     df = load_rows(args.runs, definitions)
     if df.empty:
-        raise DataError(", ".join(args.runs), "holds no traces for these definitions")
+        found = sorted({p.stem for run in args.runs for p in (Path(run) / "traces").glob("*/*/*.jsonl")})
+        raise DataError(", ".join(args.runs), f"holds no traces of {', '.join(d.name for d in definitions)}",
+                        f"its trace files are for {', '.join(found)}: --definition, or a --dataset that has them"
+                        if found else "name a folder a run wrote traces into")
     definitions = [d for d in definitions if d.name in set(df.definition)]
     unknown = [b for b in dict.fromkeys(args.base) if b not in set(df.solution)]
     if unknown and len(unknown) == len(set(args.base)):   # no comparison would be written
@@ -563,6 +566,8 @@ def _write_agreement(args, runs, names, stem, title=None):
 
 def cmd_fidelity(args):
     from harness.report.fidelity import FIDELITY_NAMES, FIDELITY_TITLE, Runs
+    if not args.solution and not (args.harness and args.fib):
+        raise DataError("fidelity", "name solutions to run (--solution) or two finished runs (--harness and --fib)")
     if not args.out:
         raise DataError("--out", "the report's folder is required")
     if args.solution:
@@ -575,13 +580,26 @@ def cmd_fidelity(args):
             raise DataError("--harness-again", "runs the harness again with --solution; to pair finished runs use "
                             "gdn-harness agreement --run FIB --against HARNESS --again HARNESS-AGAIN")
         runs, again = Runs(args.harness, args.fib, args.fib_again), []
-    else:
-        raise DataError("fidelity", "name solutions to run (--solution) or two finished runs (--harness, --fib)")
+        _warn_unused_in_pairing(args)
     _write_agreement(args, runs, FIDELITY_NAMES, "fidelity", FIDELITY_TITLE)
     if again:
         _write_agreement(args, Runs(runs.b, runs.a, again[0]), FIDELITY_NAMES[::-1], "fidelity_harness_noise",
                          "FlashInfer-Bench against the harness, with the harness's own spread")
     return 0
+
+
+# what pairing finished runs reads; every other fidelity option is for running the two tools
+PAIRING_OPTIONS = {"command", "func", "argv", "harness", "fib", "fib_again", "harness_again", "out", "definition",
+                   "dataset", "default_out", "writes_out"}
+
+
+def _warn_unused_in_pairing(args):
+    """Say which options given with --harness/--fib have no effect there (they apply to running both tools)."""
+    defaults = vars(build_parser().parse_args(["fidelity"]))
+    unused = sorted(k for k, v in vars(args).items() if k not in PAIRING_OPTIONS and v != defaults.get(k))
+    if unused:
+        print("warning: pairing finished runs (--harness, --fib) reads only --definition and --dataset; ignored: "
+              + ", ".join("--" + k.replace("_", "-") for k in unused), file=sys.stderr)
 
 
 def _run_fidelity(args):
@@ -617,6 +635,9 @@ def _run_fidelity(args):
 
 def cmd_agreement(args):
     from harness.report.fidelity import Runs
+    if Path(args.run).resolve() == Path(args.against).resolve():
+        raise DataError("--against", f"names the same folder as --run ({args.run}): every ratio would be 1",
+                        "name the second run's folder")
     names = args.names or (Path(args.run).resolve().name, Path(args.against).resolve().name)
     return _write_agreement(args, Runs(args.run, args.against, args.again), names, "agreement")
 
@@ -680,10 +701,14 @@ def _tune_table(rows):
 def cmd_package(args):
     from harness.build.package import REPO, package
 
-    written = package(args.submission or REPO / "submission", args.out or REPO / "results" / "package",
-                      dataset_of(args))
+    out = Path(args.out or REPO / "results" / "package")
+    earlier = {p: p.read_bytes() for p in out.glob("*/solution.json")}
+    written = package(args.submission or REPO / "submission", out, dataset_of(args))
     for path, sol, differences in written:
-        print(f"{path}: {sol.name} ({sol.definition}), {len(sol.sources)} source file(s), entry {sol.spec.entry_point}")
+        was = earlier.get(path)
+        replaced = "" if was is None else " (unchanged)" if was == path.read_bytes() else " (replaced the earlier one)"
+        print(f"{path}{replaced}: {sol.name} ({sol.definition}), {len(sol.sources)} source file(s), "
+              f"entry {sol.spec.entry_point}")
         for note in sol.notes:
             print(f"  warning: {note}")
         for note in differences:

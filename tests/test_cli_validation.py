@@ -281,3 +281,13 @@ def test_public_fetch_from_a_file_says_it_is_not_a_folder(tmp_path, capsys):
     assert main(["public", "fetch", "--from", str(afile), "--cache", str(tmp_path / "cache")]) == 2
     _one_error_line(capsys.readouterr().err, str(afile), "not a folder")
     assert "no such folder" not in capsys.readouterr().err
+
+
+def test_report_of_a_folder_without_traces_of_the_definitions_names_what_it_holds(tmp_path, capsys):
+    traces = tmp_path / "run" / "traces" / "me" / "gdn"
+    traces.mkdir(parents=True)
+    (traces / "gdn_mystery.jsonl").write_text("")
+    assert main(["report", str(tmp_path / "run"), "--out", str(tmp_path / "rep")]) == 2
+    err = capsys.readouterr().err
+    assert "holds no traces of gdn_decode_qk4_v8_d128_k_last, gdn_prefill_qk4_v8_d128_k_last" in err
+    assert "its trace files are for gdn_mystery" in err

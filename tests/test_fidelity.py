@@ -167,3 +167,15 @@ def test_pairs_traced_in_one_run_only_are_counted_and_listed(tmp_path, capsys):
     assert f"- {DEF} sol w4: in FlashInfer-Bench, not in harness" in section
     assert f"- {DEF} sol w3: in FlashInfer-Bench, not in FlashInfer-Bench again" in section
     assert "3 pair(s) traced in one run only" in capsys.readouterr().out
+
+
+def test_pairing_finished_runs_says_which_options_it_ignores_and_what_it_needs(tmp_path, capsys):
+    harness = _run(tmp_path / "h", [_trace("w1", 1, "PASSED", 0.0102)])
+    fib = _run(tmp_path / "f", [_trace("w1", 1, "PASSED", 0.0100)])
+    assert main(["fidelity", "--harness", harness, "--fib", fib, "--workloads", "0-2", "--device", "cpu",
+                 "--out", str(tmp_path / "out")]) == 0
+    assert "ignored: --device, --workloads" in capsys.readouterr().err       # both apply to running the tools
+    assert main(["fidelity", "--harness", harness]) == 2                     # no --fib: said before the missing --out
+    assert "name solutions to run (--solution) or two finished runs (--harness and --fib)" in capsys.readouterr().err
+    assert main(["agreement", "--run", harness, "--against", harness, "--out", str(tmp_path / "a")]) == 2
+    assert "names the same folder as --run" in capsys.readouterr().err

@@ -189,3 +189,17 @@ def test_a_binary_source_file_says_what_to_do(tmp_path):
     with pytest.raises(DataError, match="source file is not UTF-8 text") as exc:
         load_starter_kit(kit)
     assert "keep binary files out of the source folder" in exc.value.hint
+
+
+def test_packaging_again_says_whether_it_replaced_the_earlier_file(tmp_path, capsys):
+    kit = _kit(tmp_path / "sub")
+    args = ["package", "--submission", str(kit), "--out", str(tmp_path / "out"), "--dataset",
+            str(make_toy_root(tmp_path / "toy"))]
+    assert main(args) == 0
+    first = capsys.readouterr().out
+    assert "(unchanged)" not in first and "(replaced" not in first
+    assert main(args) == 0
+    assert "solution.json (unchanged): kit" in capsys.readouterr().out
+    (kit / "solution" / "python" / "main.py").write_text(BODY + "\n# edited\n")
+    assert main(args) == 0
+    assert "solution.json (replaced the earlier one): kit" in capsys.readouterr().out

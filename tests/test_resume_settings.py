@@ -96,6 +96,7 @@ def test_a_kept_failure_is_shown_with_its_reason_and_sets_the_exit_status(toy, c
     assert "RUNTIME_ERROR" in out and " kept" in out                        # the table shows the kept verdict
     assert "(kept from an earlier run," in out and "on purpose" in out     # the failure and its reason
     assert "0 pairs evaluated, 1 kept from an earlier run" in out and "0 PASSED, 1 not" in out
+    assert "inputs: -" not in out                                          # the kept trace's inputs are named
     assert run("--solution", sol, "--workloads", "0", "--exit-zero") == 0
     assert len(_traces(tmp)) == 1                                           # kept, not evaluated again
 

@@ -86,7 +86,7 @@ def run_definition(dataset, definition, workloads, solutions, opts, stats=None, 
             given_up.setdefault(r.solution.name, []).append(r)
     for name, rs in given_up.items():
         print(f"{definition.name}: {name}: {len(rs)} pair(s) {rs[0].not_run}")
-    inputs = sorted({r.trace.evaluation.environment.libs.get("inputs", "?") for r in done})
+    inputs = sorted({r.trace.evaluation.environment.libs.get("inputs", "?") for r in done + kept})
     not_run = sum(map(len, given_up.values()))
     traced = done + kept
     bad = len(not_passed(traced))
