@@ -106,6 +106,8 @@ def test_compare_is_written_when_every_pair_failed(tmp_path, figures):
     assert dict(zip(summary.solution, summary.passed)) == {"broken": 0, "wrong": 0}
     (fig,) = figures
     assert not fig.axes[0].patches and _texts(fig.axes[0]) == ["no latency to plot: no solution passed a workload"]
+    md = (folder / f"{DECODE.name}.md").read_text()
+    assert "**The base, broken, has no latency on 3 of its 3 workloads** (not PASSED)" in md  # why every ratio is '-'
 
 
 def test_compare_leaves_out_a_solution_that_failed_everywhere(tmp_path, figures):

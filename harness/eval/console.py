@@ -23,18 +23,19 @@ def summary_table(results, index=None):
     """The per-workload table printed at the end of a run ('-' for speedups not officially timed): every pair with a
     trace, those kept from an earlier run (resume) marked 'kept'. '#' is the workload's index in its definition
     (`index`: uuid -> index; what --workloads takes), else the row's number."""
-    rows = [f"{'#':>3} {'workload':<10} {'axes':<40} {'solution':<22} {'status':<20} {'max_abs':>9} {'max_rel':>9} "
-            f"{'lat_ms':>9} {'speedup':>8}"]
+    axes_of = lambda r: ",".join(f"{k}={v}" for k, v in r.workload.axes.items())  # noqa: E731
+    width = max([len(axes_of(r)) for r in results if r.trace is not None] + [4])
+    rows = [f"{'#':>3} {'workload':<10} {'axes':<{width}} {'solution':<22} {'status':<20} {'max_abs':>9} "
+            f"{'max_rel':>9} {'lat_ms':>9} {'speedup':>8}"]
     for i, r in enumerate(results):
         if r.trace is None:
             continue
         ev = r.trace.evaluation
         c, p = ev.correctness, ev.performance
         speedup = p.speedup_factor if p and _official(r.trace) else None
-        axes = ",".join(f"{k}={v}" for k, v in r.workload.axes.items())
         abs_err, rel_err = (c.max_absolute_error, c.max_relative_error) if c else (None, None)
         n = index.get(r.workload.uuid, i) if index else i
-        rows.append(f"{n:>3} {r.workload.uuid[:8]:<10} {axes[:40]:<40} {r.solution.name[:22]:<22} "
+        rows.append(f"{n:>3} {r.workload.uuid[:8]:<10} {axes_of(r):<{width}} {r.solution.name[:22]:<22} "
                     f"{ev.status.value:<20} {fmt_float(abs_err):>9} {fmt_float(rel_err):>9} "
                     f"{fmt_float(p.latency_ms if p else None, '.4f'):>9} {fmt_float(speedup, '.2f'):>8}"
                     + (" kept" if r.skipped else ""))

@@ -132,6 +132,12 @@ def write_comparison(out_dir, definition, base, sources=None):
                  "with the same run number ran interleaved per workload), so ratios across runs also carry "
                  "run-to-run variation.\n\n" + md_table(runs))
     copies = copy_section(df, load_copies(sources or [out_dir], definition), list(summary.solution))
+    base_rows = df[df.solution == base]
+    unpassed = int(base_rows.latency_us.isna().sum())
+    if unpassed:
+        md += ["", f"**The base, {base}, has no latency on {unpassed} of its {len(base_rows)} workloads** (not "
+               "PASSED): every ratio to it there is '-'" + (", so all of them are." if unpassed == len(base_rows)
+                                                            else ".")]
     if (df.timer == CPU_LABEL).any():
         md += ["", "**Timed with the CPU wall clock** (a correctness run: Triton through its interpreter): these "
                "latencies and ratios say nothing about the kernels' speed on a GPU."]
