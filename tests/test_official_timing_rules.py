@@ -174,6 +174,9 @@ def test_a_child_makes_the_runs_gpu_its_current_one(monkeypatch):
     monkeypatch.setattr(torch, "empty", lambda *a, device=None, **k: calls.append(("empty", device)))
     pool._warm_up_cuda("cuda:1")
     assert calls[:3] == ["init", ("set_device", torch.device("cuda:1")), ("empty", "cuda:1")]
+    calls.clear()
+    pool._warm_up_cuda("cuda")      # the current GPU: torch's set_device refuses a device without an index
+    assert calls[:2] == ["init", ("empty", "cuda")]
 
 
 def test_settings_other_than_the_official_ones_are_printed_on_a_gpu():

@@ -49,7 +49,7 @@ def evaluate(dataset, definition, workloads, solutions, opts, stats=None):
     official_order). Returns PairResults in the order given (workloads, then solutions); `stats`
     (a dict, if given) receives the run's own times: parallel preparation, reference timing, whole loop."""
     out_dir = Path(opts.out_dir)
-    if opts.device.startswith("cuda"):   # the reference is timed here: on the run's GPU, as in the children
+    if opts.device.startswith("cuda:"):   # the reference is timed here: on the run's GPU, as in the children
         import torch
         torch.cuda.set_device(torch.device(opts.device))
     authors = {s.name: s.author for s in solutions}

@@ -90,7 +90,8 @@ def _warm_up_cuda(device):
     launches act on the current GPU. Failures are left for the job to meet."""
     import torch
     torch.cuda.init()
-    torch.cuda.set_device(torch.device(device))
+    if torch.device(device).index is not None:   # plain "cuda" is the current GPU already (set_device refuses it)
+        torch.cuda.set_device(torch.device(device))
     torch.empty(1, device=device)  # creates the context without launching a kernel beside a timed one
     for module in ("triton", "flashinfer.testing", "cupti"):
         try:
