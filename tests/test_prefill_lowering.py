@@ -30,6 +30,8 @@ prep = sys.argv[4] == "prep"        # the two-launch rows' first launch (cfg pre
 phase = {"seg1": 1, "seg2": 2}.get(sys.argv[4], 0)   # the segment rows' 2nd or 3rd launch (cfg segs)
 cfg = (lt.FUSED_WG_3STAGE if wg else lt.FUSED) if fused else lt.TWO_LAUNCH_WIDE if trans or prep else \
     lt.SEG if phase else lt.TWO_LAUNCH_WG if wg else lt.ONE_LAUNCH
+if sys.argv[4] == "one-4warps":     # the one-launch kernel with a warpgroup's 4 warps (the shipped row has 2)
+    cfg = lt.replace(cfg, BV=16, num_warps=4)
 assert not (fused or trans or phase or wg) or cfg.trans != wg    # transposed chains but in the _wg rows
 kern = pk._gdn_fused_kernel if fused else pk._gdn_prep_kernel if prep else pk._gdn_seg_kernel if phase else \
     pk._gdn_prefill_kernel
@@ -44,8 +46,8 @@ cst = dict(NP2=2, LPT=False, CHAIN_ALGO=chain_algo,
            ALGO=chain_algo if trans or phase or wg else pk.ALGO_CHUNK,
            MMA_V3=cfg.prep_mma_v3,
            C=C, BV=cfg.BV, SB=SB, PHASE=phase, NSEG=cfg.segs, PREC_C=chunk.P_TF32X3,
-           HAS_STATE=True, PREC_QK=chunk.P_BF16, PREC_F=chunk.P_FP16, INTERP=False,
-           RANK=False)   # as _launch on a GPU: every dot but K K^T and Q K^T fp16
+           HAS_STATE=True, INTERP=False, RANK=False,
+           **pk._precisions(True, one_launch=not cfg.ws))   # the dots' operand precisions as _launch on a GPU
 if cfg.ws:     # fp16 workspaces
     types.update(ws_ptr="*fp16", wp_ptr="*fp16")
 names = kern.arg_names
@@ -88,8 +90,10 @@ def test_transposed_chain_compiles_with_mma_sync(arch, tmp_path):
 
 
 def test_without_the_knobs_hopper_gets_wgmma(tmp_path):
-    # Why the launcher sets them: left alone, Triton picks wgmma for this kernel on sm_90.
-    assert _lowering(90, False, tmp_path)["wgmma"]
+    # Why the launcher sets them: left alone, Triton picks wgmma for this kernel on sm_90 with 4 warps (a tuned
+    # table may give the row 4); the shipped row's 2 warps are no warpgroup, so mma.sync either way.
+    assert _lowering(90, False, tmp_path, "one-4warps")["wgmma"]
+    assert not _lowering(90, False, tmp_path)["wgmma"]
 
 
 @pytest.mark.parametrize("arch", [90, 100])

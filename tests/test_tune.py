@@ -127,7 +127,7 @@ def test_each_prefill_row_takes_the_fastest_config_correct_on_all_its_workloads(
     folder, _ = _copy(tmp_path, "p", PREFILL)
     # the modules tune imports (one package: the kernel's launch_table is this one, its configs compare equal)
     kernel, lt = harness.tune.load_package(folder, "kernel"), harness.tune.load_package(folder, "launch_table")
-    c16, c8 = lt.ONE_LAUNCH, replace(lt.ONE_LAUNCH, BV=8)
+    shipped, other = lt.ONE_LAUNCH, replace(lt.ONE_LAUNCH, BV=16, num_warps=4)
     wrong = replace(lt.ONE_LAUNCH, BV=32)
     real = kernel._launch
 
@@ -136,7 +136,7 @@ def test_each_prefill_row_takes_the_fastest_config_correct_on_all_its_workloads(
         if cfg == wrong:
             args[-2].zero_()
     monkeypatch.setattr(kernel, "_launch", launch)
-    fake_ms = {c8: 0.0020, c16: 0.0030, wrong: 0.0010}   # the wrong one would be the fastest
+    fake_ms = {other: 0.0020, shipped: 0.0030, wrong: 0.0010}   # the wrong one would be the fastest
     monkeypatch.setattr(harness.tune, "_time_one", lambda launch, cfg, args, timing, device: fake_ms[cfg])
     ds = Dataset()
     pre = ds.workloads(ds.definition(PREFILL))
@@ -144,12 +144,12 @@ def test_each_prefill_row_takes_the_fastest_config_correct_on_all_its_workloads(
     two = next(w for w in pre if w.axes["num_seqs"] == 2 and w.axes["total_seq_len"] <= 32)
     workloads = [by_t[6], by_t[12], two]   # rows 0 (N = 1, T <= 90) and 2 (N = 2, T <= 100)
     rows, path = harness.tune.tune_prefill(folder, ds, TimingConfig(0, 1, 1), "cpu", "NVIDIA H200",
-                                           [c8, c16, wrong], workloads)
+                                           [other, shipped, wrong], workloads)
     table = lt.LAUNCH_TABLE
-    assert [(r, shipped, best, best_ms, n) for r, shipped, best, best_ms, n in rows] == [
-        (table[0], 0.0030, c8, 0.0020, 2), (table[2], 0.0030, c8, 0.0020, 1)]
-    tuned = lt.table_for("NVIDIA H200")   # bounds kept; rows 0 and 2 now BV = 8; rows no workload reached kept
-    assert tuned == (replace(table[0], config=c8), table[1], replace(table[2], config=c8), *table[3:])
+    assert [(r, shipped_ms, best, best_ms, n) for r, shipped_ms, best, best_ms, n in rows] == [
+        (table[0], 0.0030, other, 0.0020, 2), (table[2], 0.0030, other, 0.0020, 1)]
+    tuned = lt.table_for("NVIDIA H200")   # bounds kept; rows 0 and 2 now `other`; rows no workload reached kept
+    assert tuned == (replace(table[0], config=other), table[1], replace(table[2], config=other), *table[3:])
     assert lt.table_for("NVIDIA H100") is table
     assert lt.table_here(torch.device("cpu")) is table   # off a GPU: the shipped table
 
@@ -157,7 +157,7 @@ def test_each_prefill_row_takes_the_fastest_config_correct_on_all_its_workloads(
 def test_a_config_that_led_in_the_tune_but_not_again_leaves_the_shipped_row(tmp_path, monkeypatch, capsys):
     folder, _ = _copy(tmp_path, "q", PREFILL)
     lt = harness.tune.load_package(folder, "launch_table")
-    c16, c8 = lt.ONE_LAUNCH, replace(lt.ONE_LAUNCH, BV=8)
+    shipped, other = lt.ONE_LAUNCH, replace(lt.ONE_LAUNCH, BV=16, num_warps=4)
     ds = Dataset()
     pre = ds.workloads(ds.definition(PREFILL))
     by_t = {w.axes["total_seq_len"]: w for w in pre if w.axes["num_seqs"] == 1}
@@ -165,15 +165,15 @@ def test_a_config_that_led_in_the_tune_but_not_again_leaves_the_shipped_row(tmp_
     tune_calls = harness.tune.ROUNDS * 2 * len(workloads)   # the tune's rounds of the two (correct) configs
     calls = []
 
-    def fake(launch, cfg, args, timing, device):   # BV = 8 ahead in the tune's rounds, behind afterwards
+    def fake(launch, cfg, args, timing, device):   # the other config ahead in the tune's rounds, behind afterwards
         calls.append(cfg)
-        return {c8: 0.0020 if len(calls) <= tune_calls else 0.0040, c16: 0.0030}[cfg]
+        return {other: 0.0020 if len(calls) <= tune_calls else 0.0040, shipped: 0.0030}[cfg]
     monkeypatch.setattr(harness.tune, "_time_one", fake)
-    rows, _ = harness.tune.tune_prefill(folder, ds, TimingConfig(0, 1, 1), "cpu", "NVIDIA H200", [c8, c16],
+    rows, _ = harness.tune.tune_prefill(folder, ds, TimingConfig(0, 1, 1), "cpu", "NVIDIA H200", [other, shipped],
                                         workloads)
     assert len(calls) == tune_calls + 2 * harness.tune.CONFIRM_ROUNDS * len(workloads)
-    assert [(r, best, best_ms) for r, _, best, best_ms, _ in rows] == [(lt.LAUNCH_TABLE[0], c16, 0.0030)]
-    assert f"row 0: {c8} led the shipped config by 33.3%, but not in 4 more rounds" in capsys.readouterr().out
+    assert [(r, best, best_ms) for r, _, best, best_ms, _ in rows] == [(lt.LAUNCH_TABLE[0], shipped, 0.0030)]
+    assert f"row 0: {other} led the shipped config by 33.3%, but not in 4 more rounds" in capsys.readouterr().out
     assert lt.table_for("NVIDIA H200") == lt.LAUNCH_TABLE   # the tuned table is the shipped one
 
 

@@ -100,12 +100,14 @@ def _workspace(name, numel, dtype, device, zero=False):
     return buf[:numel]
 
 
-def _precisions(on_gpu):
+def _precisions(on_gpu, one_launch):
     """The dots' operand precisions (chunk.py): exact fp32 in the interpreter, whose bf16 tl.dot is wrong; on the GPU
-    bf16 for K K^T and Q K^T (the inputs' own precision), fp16 for every other dot."""
+    fp16 for every dot but K K^T and Q K^T of a prep (bf16, the inputs' own precision). The one-launch rows take
+    those two on fp16 too: exact for bf16 inputs in fp16's normal range, which their other dots on k and q already
+    assume, and k and q then take one conversion each (measured faster below 180 tokens, docs/kernels/prefill.md)."""
     if not on_gpu:
         return dict(PREC_QK=P_IEEE, PREC_F=P_IEEE)
-    return dict(PREC_QK=P_BF16, PREC_F=P_FP16)
+    return dict(PREC_QK=P_FP16 if one_launch else P_BF16, PREC_F=P_FP16)
 
 
 def _launch(algo, q, k, v, state, A_log, a, dt_bias, b, cu_seqlens, scale, output, new_state, cfg=None):
@@ -125,7 +127,7 @@ def _launch(algo, q, k, v, state, A_log, a, dt_bias, b, cu_seqlens, scale, outpu
     BV = cfg.BV
     SB = min(cfg.SB, C)
     use_ws = algo == ALGO_CHUNK and cfg.ws
-    p = _precisions(on_gpu)
+    p = _precisions(on_gpu, one_launch=not use_ws)
     has_state = state is not None
     s_arg = state if has_state else new_state
     ws = new_state  # dummy pointers when unused

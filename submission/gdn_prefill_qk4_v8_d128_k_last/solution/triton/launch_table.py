@@ -73,7 +73,7 @@ def _wg(cfg, **change):
     return replace(cfg, trans=False, **change, no_wgmma=cfg)
 
 
-ONE_LAUNCH = LaunchConfig(C=16, BV=16, SB=8, num_warps=4, num_stages=2)
+ONE_LAUNCH = LaunchConfig(C=16, BV=8, SB=8, num_warps=2, num_stages=2)
 TWO_LAUNCH = LaunchConfig(C=64, BV=16, SB=16, num_warps=4, num_stages=3, ws=True, prep_mma_v3=True)
 TWO_LAUNCH_T = replace(TWO_LAUNCH, trans=True)
 TWO_LAUNCH_WIDE = replace(TWO_LAUNCH_T, BV=32)
