@@ -16,7 +16,9 @@ import argparse
 import math
 import os
 import re
+import signal
 import sys
+import threading
 from pathlib import Path
 
 from harness.eval.correctness import DEFAULT_ATOL, DEFAULT_MATCHED_RATIO, DEFAULT_RTOL
@@ -716,12 +718,23 @@ def cmd_package(args):
     return 0
 
 
+class Terminated(KeyboardInterrupt):
+    """SIGTERM (e.g. `timeout`, a batch system), handled as Ctrl-C: a BaseException, so no per-pair handler records
+    it as the pair's failure."""
+
+
+def _raise_terminated(signum, frame):
+    raise Terminated()
+
+
 def main(argv=None):
     argv = sys.argv[1:] if argv is None else list(argv)
     args = build_parser().parse_args(argv)
     args.argv = argv[1:]   # after the subcommand: what runs.jsonl records
     if getattr(args, "definition", None):
         args.definition = list(dict.fromkeys(args.definition))   # a definition named twice runs once
+    on_main = threading.current_thread() is threading.main_thread()
+    earlier = signal.signal(signal.SIGTERM, _raise_terminated) if on_main else None
     try:
         out = getattr(args, "out", None) or getattr(args, "default_out", None)
         if getattr(args, "writes_out", False) and out:
@@ -734,6 +747,9 @@ def main(argv=None):
         print(f"error: {f'{exc.filename}: {exc.strerror}' if exc.filename and exc.strerror else exc}",
               file=sys.stderr)
         return 2
-    except KeyboardInterrupt:
+    except KeyboardInterrupt as exc:
         print("interrupted: traces written so far are kept; run the same command again to resume", file=sys.stderr)
-        return 130
+        return 143 if isinstance(exc, Terminated) else 130
+    finally:
+        if on_main:
+            signal.signal(signal.SIGTERM, earlier)

@@ -2,6 +2,8 @@
 mid-run), and a one-line warning for an option that is accepted but has no effect (a toy dataset, on the CPU)."""
 import json
 import os
+import signal
+import time
 from types import SimpleNamespace
 
 import pytest
@@ -121,6 +123,20 @@ def test_an_os_error_escaping_a_command_is_one_line_and_exit_2(monkeypatch, caps
         raise KeyboardInterrupt
     monkeypatch.setattr(cli, "cmd_package", interrupted)
     assert main(["package"]) == 130      # unchanged
+    assert "run the same command again to resume" in capsys.readouterr().err
+
+
+def test_sigterm_stops_a_command_as_ctrl_c_does_with_the_resume_hint(monkeypatch, capsys):
+    def terminated(args):   # e.g. `timeout` or a batch system ending the run
+        os.kill(os.getpid(), signal.SIGTERM)
+        time.sleep(30)
+        return 0
+    monkeypatch.setattr(cli, "cmd_package", terminated)
+    before = signal.getsignal(signal.SIGTERM)
+    assert main(["package"]) == 143
+    assert "interrupted: traces written so far are kept; run the same command again to resume" in \
+        capsys.readouterr().err
+    assert signal.getsignal(signal.SIGTERM) is before   # the caller's handler is back
 
 
 # 2. --device

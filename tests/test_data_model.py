@@ -148,13 +148,14 @@ def test_malformed_solution(mutate, needle):
         Solution.from_json(obj, "sol.json")
 
 
-def test_append_is_whole_lines_and_heals_a_partial_tail(tmp_path):
+def test_append_is_whole_lines_and_heals_a_partial_tail(tmp_path, capsys):
     p = tmp_path / "traces" / "t.jsonl"
     tr = _trace(Status.RUNTIME_ERROR)
     append_trace(p, tr)
     with open(p, "ab") as f:  # a writer killed mid-line
         f.write(b'{"definition": "d", "workl')
-    assert len(read_traces(p)) == 1  # the partial line is ignored when reading
+    assert len(read_traces(p)) == 1  # the partial line is left out when reading, and said
+    assert f"note: {p}:2: a partial last line" in capsys.readouterr().err
     append_trace(p, tr)
     lines = p.read_text().splitlines()
     assert len(lines) == 2 and all(json.loads(x)["solution"] == "s" for x in lines)

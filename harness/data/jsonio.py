@@ -6,6 +6,7 @@ nothing is half-loaded: a file either loads whole or raises DataError.
 import json
 import math
 import os
+import sys
 import tempfile
 from pathlib import Path
 
@@ -53,7 +54,7 @@ def read_json_object(path, what, hint=None):
 def read_jsonl(path, allow_partial_tail=False):
     """(where, object) for each non-blank line; the whole file is parsed before returning.
 
-    allow_partial_tail: skip a last line with no newline (a writer killed mid-line)."""
+    allow_partial_tail: skip a last line with no newline (a writer killed mid-line), with a note on stderr."""
     path = Path(path)
     try:
         text = path.read_text(encoding="utf-8")
@@ -61,6 +62,8 @@ def read_jsonl(path, allow_partial_tail=False):
         raise DataError(path, f"cannot read file: {exc.strerror}") from None
     if allow_partial_tail and text and not text.endswith("\n"):
         text = text[: text.rfind("\n") + 1]
+        print(f"note: {path}:{len(text.splitlines()) + 1}: a partial last line (a writer stopped mid-line) is "
+              "left out; the next append to this file drops it", file=sys.stderr)
     lines = text.splitlines()
     rows = []
     for lineno, line in enumerate(lines, 1):
