@@ -98,6 +98,8 @@ def test_a_runtime_error_shows_the_end_of_its_traceback(toy, capsys):
     assert run("--solution", str(write("raises", "def run(x, y, alpha, z):\n    raise KeyError('the-key')\n"))) == 1
     out = capsys.readouterr().out
     assert "RUNTIME_ERROR: raises on" in out and "KeyError: 'the-key'" in out
+    # the frame is named by the solution's source, not the build cache's copy of it
+    assert 'File "main.py" (its copy in the build cache), line 2, in run' in out and "/builds/" not in out
 
 
 @pytest.mark.parametrize("body, entry, expected", [

@@ -1,5 +1,6 @@
 """What a run shows on the console: the per-workload table, every failure's reason and trace, a summary line."""
 import math
+import re
 
 from harness.eval import loop
 from harness.eval.loop import not_passed
@@ -55,6 +56,16 @@ def failure_reason(log, limit=4):
     return head + lines[start + 1:][-(limit - len(head)):]
 
 
+# a traceback frame in the build cache's copy of a Python or Triton solution (builders.build): <cache>/builds/<lang>/
+# <package>/<package>/<source path>
+_BUILD_COPY = re.compile(r'File "[^"]*/builds/(?:python|triton)/(fib_sol_[0-9a-f]+)/\1/([^"]+)"')
+
+
+def in_source_terms(line):
+    """A failure line with frames of the build cache's copy named by the solution's own source path."""
+    return _BUILD_COPY.sub(r'File "\2" (its copy in the build cache)', line)
+
+
 def print_failures(results, limit=20):
     """Every pair that is not PASSED, evaluated in this run or kept from an earlier one: its reason and its trace
     file (the first `limit` in full)."""
@@ -64,7 +75,7 @@ def print_failures(results, limit=20):
         kept = f" (kept from an earlier run, {ev.timestamp[:19]}: --no-resume evaluates it again)" if r.skipped else ""
         print(f"  {ev.status.value}: {r.solution.name} on {r.workload.uuid[:8]}{kept}")
         for line in failure_reason(ev.log):
-            print(f"      {line[:300]}")
+            print(f"      {in_source_terms(line)[:300]}")
         print(f"      trace: {r.trace_file}")
     if len(bad) > limit:
         print(f"  ... and {len(bad) - limit} more not PASSED (their traces say why)")
