@@ -55,7 +55,8 @@ def test_fetch_from_folder_copies_the_good_and_records_the_rest(folder, tmp_path
     assert empty.status == "refused" and "'kernel.py' is empty" in empty.reason and empty.path is None
     assert empty.earlier == "removed" and "removed the copy fetched earlier, no longer valid" in empty.earlier_said()
     assert absent.status == "missing" and "absent.json does not exist" in absent.reason
-    assert sorted(p.name for p in (cache / DECODE).iterdir()) == ["good.json"]
+    assert sorted(p.name for p in (cache / DECODE).iterdir()) == ["good.commit", "good.json"]
+    assert (cache / DECODE / "good.commit").read_text() == "0" * 40 + "\n"   # the commit the facts pin
     solutions, left_out = public_solutions(cache, DECODE, entries)
     assert [s.name for s in solutions] == ["good"]
     assert [(e.name, why.split(":")[0]) for e, why in left_out] == [("empty", "not fetched"), ("absent", "not fetched")]
@@ -126,6 +127,20 @@ def test_fetch_from_git_an_unknown_commit_is_not_fetched(upstream, tmp_path, mon
     monkeypatch.setattr(harness.public.fetch, "url_for", lambda name: str(repo))
     (result,) = fetch([entry("x", commit="f" * 40)], tmp_path / "cache")
     assert result.status == "not fetched" and f"git checkout {'f' * 40}" in result.reason
+
+
+def test_a_commit_the_facts_pin_after_the_clone_was_made_is_fetched_into_it(upstream, tmp_path, monkeypatch):
+    repo, first = upstream
+    monkeypatch.setattr(harness.public.fetch, "url_for", lambda name: str(repo))
+    cache = tmp_path / "cache"
+    assert fetch([entry("folder", commit=first)], cache)[0].status == "fetched"   # the clone is made
+    (repo / "sol" / "kernel.py").write_text("# pinned later\n" + KERNEL)
+    git(repo, "commit", "-q", "-am", "pinned later")
+    later = git(repo, "rev-parse", "HEAD")
+    (result,) = fetch([entry("folder", commit=later)], cache)
+    assert result.status == "fetched", result.reason
+    assert Solution.load(result.path).sources[1].content.startswith("# pinned later")
+    assert result.path.with_suffix(".commit").read_text() == later + "\n"
 
 
 def test_fetch_from_git_a_failed_clone_after_a_good_one_is_that_repository_only(upstream, tmp_path, monkeypatch):
@@ -268,14 +283,23 @@ def test_cli_fetch_without_network_keeps_the_copies_fetched_earlier(folder, tmp_
     assert [s.name for s in public_solutions(cache, DECODE, entries)[0]] == ["good", "other"]
 
 
-def test_fetch_without_network_removes_a_copy_the_facts_refuse_and_says_so(tmp_path, monkeypatch):
+@pytest.mark.parametrize("name, commit, reason", [
+    ("b", "0" * 40, "holds solution 'b'"),                                # the facts' a is another solution now
+    ("a", "1" * 40, "packed from 111111111111, the facts pin 000000000000"),   # the facts pin a later commit
+    ("a", None, "no record of the commit it was packed from"),            # fetched before commits were recorded
+])
+def test_fetch_without_network_removes_a_copy_the_facts_refuse_and_says_so(tmp_path, monkeypatch, name, commit,
+                                                                           reason):
     cache = tmp_path / "cache"
     (cache / DECODE).mkdir(parents=True)
-    (cache / DECODE / "a.json").write_text(json.dumps(solution_json("b")))   # the facts' a is another solution now
+    (cache / DECODE / "a.json").write_text(json.dumps(solution_json(name)))
+    if commit:
+        (cache / DECODE / "a.commit").write_text(commit + "\n")
+    assert public_solutions(cache, DECODE, [entry("a")])[1][0][1].startswith(f"refused: {cache / DECODE / 'a.json'}")
     monkeypatch.setattr(harness.public.fetch, "url_for", lambda name: str(tmp_path / "no-such-host"))
     (result,) = fetch([entry("a")], cache)
     assert result.status == "not fetched" and result.earlier == "removed" and result.path is None
-    assert "holds solution 'b'" in result.earlier_reason and not (cache / DECODE / "a.json").exists()
+    assert reason in result.earlier_reason and not list((cache / DECODE).iterdir())
 
 
 def test_cli_fetch_from_a_folder_with_a_bad_json_keeps_the_good_copy(folder, tmp_path, monkeypatch, capsys):

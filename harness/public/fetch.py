@@ -37,6 +37,11 @@ def cache_path(cache_dir, entry):
     return Path(cache_dir) / entry.definition / f"{entry.name}.json"
 
 
+def record_commit(target, entry):
+    """Beside a JSON put into the cache, the commit it was packed from (a --from folder's: the facts' own)."""
+    target.with_suffix(".commit").write_text(entry.commit + "\n")
+
+
 def load_checked(path, entry):
     """The Solution in `path`, through our loader, and it must be the entry the facts describe."""
     sol = Solution.load(path)
@@ -46,13 +51,24 @@ def load_checked(path, entry):
     return sol
 
 
+def load_cached(path, entry):
+    """The Solution of a JSON in the cache: load_checked, and packed from the commit the facts pin now (the facts
+    may have moved on since it was fetched)."""
+    recorded = path.with_suffix(".commit")
+    commit = recorded.read_text().strip() if recorded.is_file() else None
+    if commit != entry.commit:
+        raise DataError(path, f"packed from {commit[:12]}, the facts pin {entry.commit[:12]}" if commit else
+                        "no record of the commit it was packed from", "run gdn-harness public fetch again")
+    return load_checked(path, entry)
+
+
 def fetch_state(cache_dir, entry):
     """(is it in the cache and loadable, why not)."""
     path = cache_path(cache_dir, entry)
     if not path.is_file():
         return False, "not fetched (gdn-harness public fetch)"
     try:
-        load_checked(path, entry)
+        load_cached(path, entry)
     except DataError as exc:
         return False, f"refused: {exc}"
     return True, ""
@@ -82,6 +98,7 @@ def keep_or_remove_earlier(result, cache_dir):
         result.path, result.earlier = path, "kept"
     else:
         path.unlink()
+        path.with_suffix(".commit").unlink(missing_ok=True)
         result.earlier, result.earlier_reason = "removed", why
 
 
@@ -103,6 +120,7 @@ def fetch_from_folder(entries, cache_dir, source):
         target = cache_path(cache_dir, entry)
         target.parent.mkdir(parents=True, exist_ok=True)
         shutil.copyfile(src, target)
+        record_commit(target, entry)
         results.append(FetchResult(entry, target, "fetched"))
     return results
 
@@ -183,6 +201,9 @@ def fetch_from_git(entries, cache_dir):
 
 def pack_at_commit(entry, checkout, cache_dir):
     done = git("-C", str(checkout), "checkout", "--quiet", "--force", "--detach", entry.commit)
+    if done.returncode != 0:   # a clone made before the facts pinned a later commit: fetch, then try again
+        git("-C", str(checkout), "fetch", "--quiet", "origin")
+        done = git("-C", str(checkout), "checkout", "--quiet", "--force", "--detach", entry.commit)
     if done.returncode != 0:
         return FetchResult(entry, None, "not fetched",
                            f"git checkout {entry.commit} in {checkout} failed: {last_line(done.stderr)}")
@@ -195,6 +216,7 @@ def pack_at_commit(entry, checkout, cache_dir):
         return FetchResult(entry, None, "refused", str(exc))
     target = cache_path(cache_dir, entry)
     write_json_atomic(target, sol.to_json())
+    record_commit(target, entry)
     return FetchResult(entry, target, "fetched")
 
 

@@ -1,7 +1,7 @@
 """What can run here: which entries a device can time, and the fetched Solutions of a definition that it can."""
 from harness.data.jsonio import DataError
 from harness.public.entries import load_entries
-from harness.public.fetch import cache_path, load_checked
+from harness.public.fetch import cache_path, load_cached
 
 TRITON_ON_CPU = "Triton on a CPU runs only through its interpreter, far too slow to time: needs a CUDA GPU"
 ANY_DEVICE = "any"  # public_solutions: keep every fetched entry, whatever runs here
@@ -40,7 +40,7 @@ def public_solutions(cache_dir, definition, entries=None, device_capability=ANY_
             left_out.append((entry, f"not fetched: no {path} (run gdn-harness public fetch)"))
             continue
         try:
-            solutions.append(load_checked(path, entry))
+            solutions.append(load_cached(path, entry))
         except DataError as exc:
             left_out.append((entry, f"refused: {exc}"))
     return solutions, left_out
