@@ -348,7 +348,7 @@ def test_launch_table():
     pick = lt.pick
     assert pick(1, 1) is one and pick(90, 1) is one and pick(91, 1) is fused3 and pick(16, 16) is one
     assert pick(2, 2) is one and pick(100, 2) is one and pick(101, 2) is fused3 and pick(179, 3) is one
-    assert (one.C, one.BV) == (16, 16)
+    assert (one.C, one.BV, one.num_warps) == (16, 8, 2)
     assert pick(96, 1) is fused3 and pick(1400, 1) is fused3 and pick(1400, 2) is fused3
     assert pick(180, 3) is fused3w and pick(1400, 3) is fused3w and pick(180, 4) is fused_wg
     assert pick(1400, 57) is fused_wg
