@@ -6,9 +6,10 @@ runs the same rows with the configs it timed fastest. Every row was chosen on H2
 100 contest shapes and checked against a float64 reference (official rule, 0 failing elements; output and state max
 abs error ~1e-3 up to T = 8192, N = 57 and a 5258-token sequence). The reason for each row, its figures and the
 candidates that lost are in docs/kernels/prefill.md.
-  T < 180: one launch, C = 16 (SB = 8), BV = 16, for one sequence up to 90 tokens, two up to 100 tokens and
-            three or more (measured faster than the fused launch there; for one sequence BV = 8, twice the CTAs,
-            measured 2 % slower); the other calls of one or two sequences from 91 and 101 tokens: fused, below
+  T < 180: one launch, C = 16 (SB = 8), BV = 8 with 2 warps (and K K^T / Q K^T on fp16, kernel._precisions),
+            for one sequence up to 90 tokens, two up to 100 tokens and three or more (measured faster than the
+            fused launch there; against BV = 16 with 4 warps on bf16 K K^T / Q K^T: 0.91 of the time below 64
+            tokens, 0.95 from 64 to 179); the other calls of one or two sequences from 91 and 101 tokens: fused, below
   180 <= T <= 1400: fused (BV = 16, or 32 for N = 3; 3 stages with N <= 3, else 2; its prep role split into Tm
             and P tickets)
   N <= 2 from 1401 tokens: the prep, then each sequence cut into 3 segments (3 stages)
