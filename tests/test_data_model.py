@@ -140,6 +140,11 @@ def test_workload_must_match_definition(tmp_path):
     (lambda o: o["sources"].append({"path": "a/../../b.py", "content": "x"}), "must be relative"),
     (lambda o: o["sources"].append(dict(o["sources"][0])), "appears twice"),
     (lambda o: o["spec"].update(language="fortran"), "'spec.language' must be one of"),
+    # author and name are folder names (traces/<author>/): none may lead out of the output folder
+    (lambda o: o.update(author="../../escaped"), "'author' '../../escaped' is not one folder name"),
+    (lambda o: o.update(author="/tmp/abs"), "'author' '/tmp/abs' is not one folder name"),
+    (lambda o: o.update(author=".."), "'author' '..' is not one folder name"),
+    (lambda o: o.update(name="a/b"), "'name' 'a/b' is not one folder name"),
 ])
 def test_malformed_solution(mutate, needle):
     obj = toy_solution("s", "def run(x, y, alpha, z):\n    pass\n")

@@ -3,7 +3,7 @@ import hashlib
 from dataclasses import dataclass, field
 from pathlib import PurePosixPath
 
-from harness.data.jsonio import DataError, Fields, loader_refuses, read_json
+from harness.data.jsonio import DataError, Fields, harness_refuses, loader_refuses, read_json
 
 LANGUAGES = ("python", "triton", "cpp", "cuda", "tilelang")
 BINDINGS = ("tvm-ffi", "torch")
@@ -46,6 +46,18 @@ def check_source_path(path, where):
     if "\\" in path:  # FIB takes it, but it names a different file on Windows than on Linux
         raise DataError(where, f"source path {path!r} contains a backslash; this harness refuses it, stricter than "
                                "FlashInfer-Bench's loader (which accepts it)", "use '/' between folders")
+
+
+def path_segment(f, key, name):
+    """A non-empty name or author that is also one folder or file name: the traces go to traces/<author>/, and
+    FlashInfer-Bench's export refuses a segment with '/' or '\\', or '.' / '..' (cli/main.py _safe_path_segment)."""
+    value = non_empty(f, key, name)
+    if "/" in value or "\\" in value or value in (".", ".."):
+        raise harness_refuses(f.where, f"solution '{name}'", f"'{key}' {value!r} is not one folder name, which "
+                              "traces/<author>/ and solutions/<author>/.../<name>.json need",
+                              "its load takes it; its export refuses it",
+                              f"give '{key}' without '/', '\\' or a bare '.' / '..'")
+    return value
 
 
 def official_rule(where, name, problem, hint=None):
@@ -105,7 +117,7 @@ class Solution:
     @classmethod
     def from_json(cls, obj, where):
         f = Fields(obj, where, "solution")
-        name = non_empty(f, "name", "")
+        name = path_segment(f, "name", "")
         s = f.sub("spec", f"solution '{name}'")
         language = s.req("language", str, "spec.")
         if language not in LANGUAGES:
@@ -141,7 +153,7 @@ class Solution:
         if spec.entry_file not in seen:
             raise official_rule(where, name, f"entry point file {spec.entry_file!r} is not among the sources "
                                              f"{sorted(seen)}")
-        return cls(name, non_empty(f, "definition", name), non_empty(f, "author", name), spec, sources,
+        return cls(name, non_empty(f, "definition", name), path_segment(f, "author", name), spec, sources,
                    f.opt("description", str))
 
     @classmethod
