@@ -48,9 +48,9 @@ OURS = {DEF.name: "our-decode"}
 FACTS = {"fast-decode": "speedy/gdn-kernels@0123abcd"}
 
 
-def _write_folder(out):
+def _write_folder(out, entries=ENTRIES):
     n = 0
-    for solution, (author, cells) in ENTRIES.items():
+    for solution, (author, cells) in entries.items():
         for (uuid, batch), cell, warns in zip(WORKLOADS, cells, WARNINGS.get(solution, [[]] * 4)):
             if cell is None:
                 continue
@@ -105,6 +105,14 @@ def test_table_figures_and_order(board):
     assert dict(zip(table.solution, table.workloads)) == {**{s: 4 for s in EXPECTED}, "short-decode": 3}
     assert set(table.of_workloads) == {4} and list(table.solution[table.ours]) == ["our-decode"]
     assert table.set_index("solution").author["flashinfer-decode"] == "baseline"
+
+
+def test_without_baseline_traces_the_entries_that_passed_everything_rank_first(tmp_path):
+    # no speedups at all (NaN): every workload passed first, by mean latency; then by workloads passed
+    _write_folder(tmp_path, {k: v for k, v in ENTRIES.items() if k != "flashinfer-decode"})
+    table = write_leaderboard(tmp_path, [DEF], OURS)[DEF.name]
+    assert list(table.solution) == ["fast-decode", "our-decode", "warny-decode", "short-decode", "flaky-decode",
+                                    "half-decode"]
 
 
 def test_markdown_has_every_failure_reason_and_warning(board):

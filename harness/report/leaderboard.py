@@ -76,8 +76,12 @@ def leaderboard_table(g, ours):
         for b in buckets:
             row[f"{b} mean us"] = passed.latency_us[passed.bucket == b].mean()
         rows.append(row)
-    table = pd.DataFrame(rows).sort_values(["gated_speedup_vs_baseline", "speedup_vs_baseline"],
-                                           ascending=False, na_position="last", kind="stable")
+    table = pd.DataFrame(rows)
+    # every workload passed first (without baseline traces every speedup is NaN, which must not rank a solution
+    # that passed all below ones that failed), then the speedups, then passes and mean latency
+    table = table.assign(complete=table.passed == table.of_workloads).sort_values(
+        ["complete", "gated_speedup_vs_baseline", "speedup_vs_baseline", "passed", "mean_latency_us"],
+        ascending=[False, False, False, False, True], na_position="last", kind="stable").drop(columns="complete")
     table.insert(0, "rank", range(1, len(table) + 1))
     return table.reset_index(drop=True)
 
