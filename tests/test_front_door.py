@@ -121,18 +121,35 @@ def test_what_the_sources_tell_is_caught_before_any_child(toy, capsys, monkeypat
     assert out.count("COMPILE_ERROR: static on") == 3
 
 
-@pytest.mark.parametrize("main, helper_path, verdict", [
-    (GOOD, "unused.py", 0),                                       # nothing imports it: the build never runs it
-    ("from . import helpers\n" + GOOD, "helpers.py", 1),          # imported relatively: the build fails on it
-    ("import helpers\n" + GOOD, "helpers.py", 1),                 # imported as a top-level own module
-    ("from .pkg.helpers import x\n" + GOOD, "pkg/helpers.py", 1),  # a subpackage
+MISSING = "imports not_a_module_anywhere"
+
+
+@pytest.mark.parametrize("main, helper_path, says", [
+    (GOOD, "unused.py", None),                                       # nothing imports it: the build never runs it
+    ("from . import helpers\n" + GOOD, "helpers.py", MISSING),        # imported relatively: the build fails on it
+    ("from .pkg.helpers import x\n" + GOOD, "pkg/helpers.py", MISSING),  # a subpackage
+    # imported as a top-level module: the build does not find it at all (only the package's folder is on sys.path)
+    ("import helpers\n" + GOOD, "helpers.py", "main.py:1 imports its own module 'helpers' as a top-level one"),
 ])
-def test_a_missing_import_counts_only_in_sources_the_entry_imports(toy, capsys, main, helper_path, verdict):
+def test_a_missing_import_counts_only_in_sources_the_entry_imports(toy, capsys, main, helper_path, says):
     """A missing module imported by a source file nothing imports is no COMPILE_ERROR (it was, as for the entry)."""
     _, write, run = toy
     helper = {"path": helper_path, "content": "import not_a_module_anywhere\nx = 1\n"}
-    assert run("--solution", str(write("helped", main, extra_sources=[helper]))) == verdict
-    assert ("imports not_a_module_anywhere" in capsys.readouterr().out) == bool(verdict)
+    assert run("--solution", str(write("helped", main, extra_sources=[helper]))) == (1 if says else 0)
+    out = capsys.readouterr().out
+    assert (says or MISSING) in out if says else MISSING not in out
+    assert out.count("COMPILE_ERROR: helped on") == (3 if says else 0)   # every workload
+
+
+@pytest.mark.parametrize("helper, says", [
+    ("def f(x)\n    return x\n", "util.py:1: syntax error: expected ':' (the entry imports it)"),
+    ("import not_a_module_anywhere\n", MISSING),
+])
+def test_what_an_imported_source_tells_is_caught_before_any_child(toy, tmp_path, capsys, helper, says):
+    _, write, run = toy
+    sol = write("helped", "from .util import *\n" + GOOD, extra_sources=[{"path": "util.py", "content": helper}])
+    assert run("--solution", str(sol)) == 1
+    assert says in capsys.readouterr().out
 
 
 def test_an_entry_point_bound_by_an_import_is_left_to_the_build(toy, capsys):

@@ -2,6 +2,7 @@
 files 0644: nothing the official packer would read differently is packed silently."""
 import json
 import os
+import re
 import shutil
 import stat
 import subprocess
@@ -203,3 +204,17 @@ def test_packaging_again_says_whether_it_replaced_the_earlier_file(tmp_path, cap
     (kit / "solution" / "python" / "main.py").write_text(BODY + "\n# edited\n")
     assert main(args) == 0
     assert "solution.json (replaced the earlier one): kit" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("main_head, util, says", [
+    ("from .util import f\n", "def f(x)\n    return x\n",
+     "util.py:1: syntax error: expected ':' (the entry imports it)"),
+    ("from util import f\n", "def f(x):\n    return x\n", "main.py:1 imports its own module 'util' as a top-level one"),
+])
+def test_a_source_the_entry_imports_is_checked_before_anything_is_written(tmp_path, main_head, util, says):
+    kit = _kit(tmp_path)
+    (kit / "solution" / "python" / "main.py").write_text(main_head + BODY)
+    (kit / "solution" / "python" / "util.py").write_text(util)
+    with pytest.raises(DataError, match=re.escape(says)):
+        package(kit, tmp_path / "out", Dataset(make_toy_root(tmp_path / "toy")))
+    assert not (tmp_path / "out").exists()

@@ -15,6 +15,7 @@ from pathlib import Path
 
 from harness import REPO
 from harness.build.builders import return_annotation_problem
+from harness.build.imports import check_own_imports
 from harness.data.dataset import Dataset
 from harness.data.jsonio import DataError, write_json_atomic
 from harness.data.starter_kit import is_starter_kit, load_starter_kit
@@ -202,6 +203,7 @@ def validate(solution, definition, where):
     entry, at = sources[spec.entry_file], f"{where}/{spec.entry_file}"
     if spec.language in ("python", "triton"):
         tree, node, why = entry_def(entry, spec.entry_symbol, at)
+        check_own_imports(solution, where)     # the sources the entry imports parse, and are found as it imports them
         if node is None:
             return (f"the signature of entry point '{spec.entry_symbol}' was not checked: {why}; the build checks "
                     "the object bound to the name (a wrong one: COMPILE_ERROR on every workload)")

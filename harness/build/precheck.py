@@ -3,69 +3,22 @@ point that is not there or cannot take the call, modules it imports that this ma
 that needs a CUDA GPU where the run has none. Each makes the build fail (COMPILE_ERROR), so the harness reports it
 for every pair at once instead of starting a child per pair to find the same thing."""
 import ast
-import importlib.util
 
 from harness.build.builders import CUDA_SUFFIXES
+from harness.build.imports import importable, imported_sources, own_modules, top_level_imports
 from harness.build.package import module_bindings, validate
 from harness.data.jsonio import DataError
 
 
-def _own_modules(solution):
-    return {s.path.split("/")[0].removesuffix(".py") for s in solution.sources}
-
-
 def missing_modules(solution):
-    """Top-level modules that the solution's python sources import unconditionally (at module level, outside
-    try/if) and that cannot be found here: in the entry file and in the own sources it imports so, transitively
-    (the build imports only those; a source nothing imports is never run). Relative imports and the solution's own
-    modules are skipped."""
-    own, missing = _own_modules(solution), []
-    sources = {s.path: s.content for s in solution.sources if s.path.endswith(".py")}
-    todo, seen = [solution.spec.entry_file], set()
-    while todo:
-        path = todo.pop()
-        if path in seen or path not in sources:
-            continue
-        seen.add(path)
-        try:
-            tree = ast.parse(sources[path])
-        except SyntaxError:
-            continue    # the build reports it, with its traceback
-        for node in tree.body:
-            todo += [f for name in _module_paths(node, path) for f in (f"{name}.py", f"{name}/__init__.py")]
-            if isinstance(node, ast.Import):
-                tops = [a.name.split(".")[0] for a in node.names]
-            elif isinstance(node, ast.ImportFrom) and not node.level and node.module:
-                tops = [node.module.split(".")[0]]
-            else:
-                continue
-            for top in tops:
-                if top not in own and top not in missing and not _importable(top):
-                    missing.append(top)
+    """Top-level modules that the python sources the build imports (imports.imported_sources) import unconditionally
+    and that cannot be found here; the solution's own modules are skipped."""
+    own, missing = own_modules(solution), []
+    for _, tree in imported_sources(solution):
+        for top, _ in top_level_imports(tree):
+            if top not in own and top not in missing and not importable(top):
+                missing.append(top)
     return missing
-
-
-def _module_paths(node, path):
-    """The source paths (without .py) an import statement in the source at `path` may load: 'a/b' for `import a.b`
-    or `from a import b`, and relative imports resolved against path's folder."""
-    if isinstance(node, ast.Import):
-        return [a.name.replace(".", "/") for a in node.names]
-    if not isinstance(node, ast.ImportFrom):
-        return []
-    folder = path.split("/")[:-1]
-    if node.level:
-        folder = folder[:len(folder) - (node.level - 1)] if node.level - 1 <= len(folder) else []
-    else:
-        folder = []
-    base = "/".join(folder + (node.module.split(".") if node.module else []))
-    return [p.strip("/") for p in [base, *(f"{base}/{a.name}" for a in node.names)] if p.strip("/")]
-
-
-def _importable(module):
-    try:
-        return importlib.util.find_spec(module) is not None
-    except (ImportError, ValueError):
-        return False
 
 
 def needs_cuda(solution):
