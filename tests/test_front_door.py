@@ -1,6 +1,7 @@
 """What a user meets first: one CLI with one option set, quick CPU defaults, failures that explain themselves,
 sources checked before any child, and traces keyed by solution content (a toy dataset, on the CPU)."""
 import json
+import os
 
 import pytest
 
@@ -181,6 +182,18 @@ def test_an_edited_solution_is_evaluated_again_and_its_old_traces_leave_the_repo
     assert main(["report", str(tmp / "out"), "--dataset", str(tmp / "toy"), "--out", str(tmp / "rep")]) == 0
     import pandas as pd
     assert set(pd.read_csv(tmp / "rep" / "report" / "toy_axpy.csv").status) == {"PASSED"}
+
+
+def test_a_second_run_into_a_folder_another_run_is_writing_into_is_refused(toy, capsys):
+    from harness.eval.out_lock import LOCK_NAME, writing_into
+    tmp, write, run = toy
+    sol = str(write("good", GOOD))
+    with writing_into(tmp / "out"):    # as a run in another process holds it
+        assert run("--solution", sol) == 2
+        assert f"another gdn-harness run is writing traces into this folder (pid {os.getpid()})" in \
+            capsys.readouterr().err
+        assert not list((tmp / "out").glob("traces/*/*/*.jsonl"))
+    assert run("--solution", sol) == 0 and not (tmp / "out" / LOCK_NAME).exists()
 
 
 def test_resume_skips_the_same_content_and_no_resume_replaces_without_duplicates(toy, capsys):

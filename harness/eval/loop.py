@@ -17,6 +17,7 @@ from harness.eval.costs import summarize
 from harness.eval.environment import hardware
 from harness.eval.give_up import GiveUp, earlier
 from harness.eval.options import default_prepare_jobs
+from harness.eval.out_lock import writing_into
 from harness.eval.payloads import prepare_in_parallel, prepare_workload
 from harness.eval.record import Pair, Prepared, Recorder
 from harness.eval.reference import ReferenceFailed
@@ -47,7 +48,13 @@ def run_key(definition, opts):
 def evaluate(dataset, definition, workloads, solutions, opts, stats=None):
     """Evaluate solutions on workloads, interleaved per workload (within one, in FlashInfer-Bench's order:
     official_order). Returns PairResults in the order given (workloads, then solutions); `stats`
-    (a dict, if given) receives the run's own times: parallel preparation, reference timing, whole loop."""
+    (a dict, if given) receives the run's own times: parallel preparation, reference timing, whole loop. No other
+    run may write into opts.out_dir meanwhile (out_lock)."""
+    with writing_into(opts.out_dir):
+        return _evaluate(dataset, definition, workloads, solutions, opts, stats)
+
+
+def _evaluate(dataset, definition, workloads, solutions, opts, stats):
     out_dir = Path(opts.out_dir)
     if opts.device.startswith("cuda:"):   # the reference is timed here: on the run's GPU, as in the children
         import torch
