@@ -88,13 +88,15 @@ def _index_range(part, count):
         raise DataError("--workloads", f"range {part!r} is empty: it starts after it ends",
                         f"write it low-high, e.g. {hi}-{lo}")
     if hi >= count:
-        raise DataError("--workloads", f"range {part!r} outside 0-{count - 1}")
+        raise DataError("--workloads", f"{'range' if dash else 'index'} {part!r} outside 0-{count - 1}")
     return range(lo, hi + 1)
 
 
-def select_workloads(workloads, selector):
-    """'all', indices '0,3', ranges '0-2', uuids or uuid prefixes, comma-separated, in file order. A token of digits
-    is an index (or a range) when it is a valid one, else a uuid prefix; an empty selector is refused."""
+def select_workloads(workloads, selector, elsewhere=()):
+    """'all', indices '0,3', ranges '0-2', uuids or uuid prefixes (any case), comma-separated, in file order. A token
+    of digits is an index (or a range) when it is a valid one, else a uuid prefix; an empty selector is refused. A
+    uuid prefix that names none of `workloads` but one of `elsewhere` (another definition's, in the same run)
+    selects nothing here."""
     if selector is None or selector.strip() == "all":
         return list(workloads)
     parts = [p.strip() for p in selector.split(",") if p.strip()]
@@ -103,7 +105,7 @@ def select_workloads(workloads, selector):
                         "give indices, ranges or uuid prefixes, e.g. '0-2,5', or 'all'")
     picked = []
     for part in parts:
-        hits = [i for i, w in enumerate(workloads) if w.uuid.startswith(part)]
+        hits = [i for i, w in enumerate(workloads) if w.uuid.startswith(part.lower())]
         try:
             indices = _index_range(part, len(workloads))
         except DataError:
@@ -112,6 +114,8 @@ def select_workloads(workloads, selector):
             indices = None
         if indices is not None:
             picked.extend(indices)
+            continue
+        if not hits and any(w.uuid.startswith(part.lower()) for w in elsewhere):
             continue
         if len(hits) != 1:
             some = ", ".join(f"{i}: {workloads[i].uuid[:8]}" for i in hits[:6]) + (", ..." if len(hits) > 6 else "")
@@ -342,15 +346,33 @@ def device_of(args):
     return device
 
 
+def workloads_per_definition(dataset, definitions, selector):
+    """{definition name: the workloads `selector` picks of it}: indices and ranges pick from each definition, a
+    uuid prefix from the one whose workload it names; a definition it leaves none of is left out, and said."""
+    every = {d.name: dataset.workloads(d) for d in definitions}
+    picked = {}
+    for name, workloads in every.items():
+        others = [w for other, ws in every.items() if other != name for w in ws]
+        chosen = select_workloads(workloads, selector, elsewhere=others)
+        if chosen:
+            picked[name] = chosen
+        else:
+            print(f"{name}: not run: --workloads {selector} names only other definitions' workloads")
+    return picked
+
+
 def _plans(dataset, args):
     """[(definition, workloads, solutions)] for eval/compare: the named definitions, else every definition
     the named solutions are for (a built-in name stands for every definition)."""
     from harness.data.resolve import resolve, definitions_of
 
     names = args.definition or definitions_of(args.solution, dataset)
+    selected = workloads_per_definition(dataset, [dataset.definition(n) for n in names], args.workloads)
     plans = []
     for name in names:
         definition = dataset.definition(name)
+        if name not in selected:
+            continue
         strict = bool(args.definition)
         solutions = [s for arg in args.solution for s in resolve(arg, definition, dataset, strict=strict)]
         if not solutions:
@@ -361,7 +383,7 @@ def _plans(dataset, args):
         if len(set(taken)) != len(taken):
             raise DataError("--solution", f"two solutions share a name on {name}: {taken}",
                             "rename one ([solution] name in its config.toml, or 'name' in its JSON)")
-        plans.append((definition, select_workloads(dataset.workloads(definition), args.workloads), solutions))
+        plans.append((definition, selected[name], solutions))
     return plans
 
 

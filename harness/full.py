@@ -95,7 +95,7 @@ def _solutions(dataset, definition, args, missing):
 
 def run_full(args, argv):
     """The full pass; `argv`: the subcommand's own arguments (recorded in runs.jsonl)."""
-    from harness.cli import exit_status, run_options, select_workloads
+    from harness.cli import exit_status, run_options, workloads_per_definition
     from harness.data.dataset import Dataset
     from harness.eval.options import print_differences
     from harness.eval.console import run_definition
@@ -115,6 +115,7 @@ def run_full(args, argv):
         raise DataError("--timer", str(exc)) from None
     dataset = Dataset(args.dataset) if args.dataset else Dataset()
     definitions = [dataset.definition(n) for n in (args.definition or sorted(dataset.definitions))]
+    selected = workloads_per_definition(dataset, definitions, args.workloads)
     slug = gpu_slug(gpu)
     out = Path(args.out or RESULTS_ROOT / slug)
     seeded = start_from_results_cache(out, slug)
@@ -128,8 +129,10 @@ def run_full(args, argv):
     t0 = time.time()
     results = []
     for definition in definitions:
+        if definition.name not in selected:
+            continue
         sols = _solutions(dataset, definition, args, missing)
-        workloads = select_workloads(dataset.workloads(definition), args.workloads)
+        workloads = selected[definition.name]
         opts = run_options(args, "cuda", definition, out)
         t1, stats = time.time(), {}
         try:

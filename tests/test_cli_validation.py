@@ -186,8 +186,31 @@ def test_digits_that_are_no_index_are_a_uuid_prefix():
     assert picked("40-41") == [ws[40].uuid, ws[41].uuid]
     with pytest.raises(DataError, match="'123' matches 2 workload uuids .*; need exactly one"):
         select_workloads(ws, "123")
-    with pytest.raises(DataError, match="range '99' outside 0-43"):
+    with pytest.raises(DataError, match="index '99' outside 0-43"):
         select_workloads(ws, "99")
+    with pytest.raises(DataError, match="range '40-99' outside 0-43"):
+        select_workloads(ws, "40-99")
+    assert picked("8028853") == picked("80288532")   # uuids are lower-case hex; a prefix is taken in any case
+    assert [w.uuid for w in select_workloads(_workloads("abcdef12-0000"), "ABCDEF")] == ["abcdef12-0000"]
+
+
+def test_a_uuid_prefix_picks_from_the_definition_it_names_when_a_solution_spans_two(tmp_path, capsys, no_pairs):
+    from harness.data.dataset import Dataset
+    ds = Dataset()
+    prefill = ds.workloads(ds.definition("gdn_prefill_qk4_v8_d128_k_last"))
+    decode = ds.workloads(ds.definition("gdn_decode_qk4_v8_d128_k_last"))
+    assert main(["eval", "--solution", "ours", "--device", "cpu", "--quiet", "--out", str(tmp_path / "o"),
+                 "--workloads", prefill[5].uuid[:8].upper()]) == 0
+    assert no_pairs == [("gdn_prefill_qk4_v8_d128_k_last", [prefill[5].uuid])]
+    assert "gdn_decode_qk4_v8_d128_k_last: not run: --workloads" in capsys.readouterr().out
+    no_pairs.clear()   # indices pick from each definition, uuid prefixes from theirs
+    assert main(["eval", "--solution", "ours", "--device", "cpu", "--quiet", "--out", str(tmp_path / "o"),
+                 "--workloads", f"0,{prefill[5].uuid[:8]}"]) == 0
+    assert no_pairs == [("gdn_decode_qk4_v8_d128_k_last", [decode[0].uuid]),
+                        ("gdn_prefill_qk4_v8_d128_k_last", [prefill[0].uuid, prefill[5].uuid])]
+    assert main(["eval", "--solution", "ours", "--device", "cpu", "--out", str(tmp_path / "o"),
+                 "--workloads", "fedcba98"]) == 2   # a prefix of no workload of either definition
+    assert "'fedcba98' matches 0 workload uuids" in capsys.readouterr().err
 
 
 def test_a_digit_uuid_prefix_selects_its_workload_end_to_end(tmp_path, capsys, no_pairs):

@@ -98,7 +98,7 @@ def binding_shown(entry):
 def cmd_run(args):
     """The public leaderboard run: every runnable fetched entry beside ours, the baseline and FLA, interleaved per
     workload; entries that cannot run here are listed with the reason. Exit status: our submission's pairs."""
-    from harness.cli import dataset_of, device_of, exit_status, run_options, select_workloads, warn_ignored
+    from harness.cli import dataset_of, device_of, exit_status, run_options, warn_ignored, workloads_per_definition
     from harness.eval.options import print_differences
     from harness.eval.console import run_definition
     from harness.full import RESULTS_ROOT, RunRecord, gpu_slug, record_run, start_from_results_cache
@@ -118,6 +118,8 @@ def cmd_run(args):
     start_from_results_cache(out, slug)
     dataset, capability, entries = dataset_of(args), device_capability_here(), load_entries()
     definitions = [dataset.definition(n) for n in (args.definition or sorted(dataset.definitions))]
+    selected = workloads_per_definition(dataset, definitions, args.workloads)
+    definitions = [d for d in definitions if d.name in selected]
     plans, not_run, ours = [], {}, {}
     for d in definitions:
         public, left_out = public_solutions(args.cache, d.name, entries, capability)
@@ -132,7 +134,7 @@ def cmd_run(args):
         for entry, why in left_out:
             print(f"{d.name}: {entry.name} is not run: {why}")
         # smallest first: the quick results come early, and an entry that times out does so on the larger rest
-        workloads = sorted(select_workloads(dataset.workloads(d), args.workloads), key=partial(input_elements, d))
+        workloads = sorted(selected[d.name], key=partial(input_elements, d))
         plans.append((d, workloads, sols))
     if args.entry_budget < 0:
         raise DataError("--entry-budget", f"{args.entry_budget:g} is negative", "give seconds, or 0 for no limit")
