@@ -94,6 +94,15 @@ def test_a_wrong_solution_shows_which_output_and_how_many_elements_and_exits_1(t
     assert run("--solution", str(wrong), "--no-resume", "--exit-zero") == 0
 
 
+def test_a_passed_pairs_warnings_are_shown_once_per_kind(toy, capsys):
+    _, write, run = toy
+    body = "def run(x, y, alpha, z):\n    z.copy_(x + alpha * y)\n    y.zero_()\n"   # right, but writes an input
+    assert run("--solution", str(write("writer", body))) == 0
+    out = capsys.readouterr().out
+    assert "  warning: writer: inputs modified by the call: y (3 pairs)" in out
+    assert "toy_axpy: 3 pairs evaluated;" in out
+
+
 def test_a_runtime_error_shows_the_end_of_its_traceback(toy, capsys):
     _, write, run = toy
     assert run("--solution", str(write("raises", "def run(x, y, alpha, z):\n    raise KeyError('the-key')\n"))) == 1

@@ -81,6 +81,21 @@ def print_failures(results, limit=20):
         print(f"  ... and {len(bad) - limit} more not PASSED (their traces say why)")
 
 
+def print_warnings(results, limit=8):
+    """The harness warnings of the pairs evaluated in this run (a PASSED pair's are otherwise only in its trace and
+    harness/*.jsonl): each kind once per solution (numbers aside), with how many pairs raised it."""
+    kinds = {}
+    for r in results:
+        for w in r.warnings or []:
+            kind = (r.solution.name, re.sub(r"\d+(\.\d+)?", "#", w))
+            example, n = kinds.get(kind, (w, 0))
+            kinds[kind] = (example, n + 1)
+    for (name, _), (example, n) in list(kinds.items())[:limit]:
+        print(f"  warning: {name}: {example[:300]} ({n} pair{'s' if n != 1 else ''})")
+    if len(kinds) > limit:
+        print(f"  ... and {len(kinds) - limit} more kinds of warning (the traces' logs, harness/*.jsonl)")
+
+
 def run_definition(dataset, definition, workloads, solutions, opts, stats=None, table=True):
     """evaluate() with what the console shows: the plan, the per-workload table, every failure's reason and a
     one-line summary."""
@@ -90,6 +105,7 @@ def run_definition(dataset, definition, workloads, solutions, opts, stats=None, 
     if table:
         print(summary_table(results, {w.uuid: i for i, w in enumerate(dataset.workloads(definition))}))
     print_failures(results)
+    print_warnings(results)
     done = [r for r in results if not r.skipped]
     kept = [r for r in results if r.skipped and r.trace is not None]
     given_up = {}
@@ -102,7 +118,7 @@ def run_definition(dataset, definition, workloads, solutions, opts, stats=None, 
     not_run = sum(map(len, given_up.values()))
     traced = done + kept
     bad = len(not_passed(traced))
-    print(f"{definition.name}: {len(done)} pairs evaluated"
+    print(f"{definition.name}: {len(done)} pair{'s' if len(done) != 1 else ''} evaluated"
           + (f", {len(kept)} kept from an earlier run (same content, hardware and settings)" if kept else "")
           + (f", {not_run} not run" if not_run else "")
           + f"; {len(traced) - bad} PASSED, {bad} not; inputs: {', '.join(inputs) or '-'}")
