@@ -398,7 +398,7 @@ def test_a_kit_for_a_definition_the_dataset_lacks_is_named(tmp_path, capsys):
     assert f"error: {kit}: solution 'example-gdn-decode' is for definition 'gdn_dec'" in err
 
 
-def test_a_definition_or_trace_named_as_a_solution_says_what_it_is(tmp_path, capsys):
+def test_a_definition_trace_or_config_named_as_a_solution_says_what_it_is(tmp_path, capsys):
     """It said "solution: missing required field 'spec'"."""
     definition = REPO / "workloads" / "definitions" / "gdn" / "gdn_decode_qk4_v8_d128_k_last.json"
     assert main(["eval", "--solution", str(definition), "--device", "cpu", "--out", str(tmp_path / "o")]) == 2
@@ -407,3 +407,8 @@ def test_a_definition_or_trace_named_as_a_solution_says_what_it_is(tmp_path, cap
     trace.write_text(json.dumps({"definition": "d", "workload": {}, "solution": "s", "evaluation": None}))
     assert main(["eval", "--solution", str(trace), "--device", "cpu", "--out", str(tmp_path / "o")]) == 2
     assert "this is a trace, not a solution" in capsys.readouterr().err
+    kit = REPO / "examples" / "gdn_decode_qk4_v8_d128_k_last"
+    assert main(["eval", "--solution", str(kit / "config.toml"), "--device", "cpu", "--out", str(tmp_path / "o")]) == 2
+    assert f"is a starter kit's config.toml (fix: name the kit's folder: --solution {kit})" in capsys.readouterr().err
+    assert main(["package", "--submission", str(kit / "config.toml"), "--out", str(tmp_path / "p")]) == 2
+    assert f"config.toml: not a folder (fix: give the kit's folder: --submission {kit})" in capsys.readouterr().err

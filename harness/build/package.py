@@ -231,7 +231,9 @@ def package(submission=REPO / "submission", out=REPO / "results" / "package", da
     dataset = dataset or Dataset()
     submission = Path(submission)
     if not submission.is_dir():
-        raise DataError(submission, "no such folder", "give a starter-kit folder or a folder of them")
+        raise DataError(submission, "not a folder" if submission.exists() else "no such folder",
+                        f"give the kit's folder: --submission {submission.parent}" if submission.name == "config.toml"
+                        else "give a starter-kit folder or a folder of them")
     folders = [submission] if is_starter_kit(submission) else [
         p for p in sorted(submission.iterdir()) if is_starter_kit(p)]
     if not folders:

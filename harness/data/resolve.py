@@ -46,6 +46,8 @@ def _from_path(arg):
         raise DataError(arg, "no such solution file or folder, and no author of that name in the dataset",
                         "give a solution .json, a starter-kit folder, a dataset root, reference, ours, or an "
                         "author (baseline, fla, ...)")
+    if path.is_file() and path.name == "config.toml" and is_starter_kit(path.parent):
+        raise DataError(arg, "is a starter kit's config.toml", f"name the kit's folder: --solution {path.parent}")
     if path.is_file():
         return [Solution.load(path)]
     if is_starter_kit(path):
