@@ -192,7 +192,7 @@ def add_run_options(p, definition_help=None, out_help="output folder (traces/, h
                         "iteration; official: as the solutions")
     p.add_argument("--no-profile-baseline", action="store_true",
                    help="do not time the reference (no speedups; never timed on the CPU, where no speedup is shown)")
-    p.add_argument("--reference-budget", type=float, default=None, metavar="SECONDS",
+    p.add_argument("--reference-budget", type=non_negative_float, default=None, metavar="SECONDS",
                    help="stop timing uncached references after this many seconds (the rest: not profiled)")
     p.add_argument("--reference-output-cache", action=argparse.BooleanOptionalAction, default=True,
                    help="keep inputs and reference outputs in .cache/payloads/ for later runs (default: on; keyed "

@@ -227,7 +227,7 @@ def test_a_digit_uuid_prefix_selects_its_workload_end_to_end(tmp_path, capsys, n
 @pytest.mark.parametrize("option, value", [("--timeout", "0"), ("--timeout", "-5"), ("--timeout", "nan"),
                                            ("--atol", "-1"), ("--rtol", "-1"), ("--rtol", "nan"),
                                            ("--required-matched-ratio", "2"), ("--required-matched-ratio", "0"),
-                                           ("--required-matched-ratio", "-0.5")])
+                                           ("--required-matched-ratio", "-0.5"), ("--reference-budget", "-3")])
 @pytest.mark.parametrize("command", [["eval", "--solution", "ours"], ["public", "run"]])
 def test_a_meaningless_number_is_refused_at_parse_time(capsys, command, option, value):
     _parse_error(capsys, [*command, f"{option}={value}"], option)
