@@ -81,6 +81,8 @@ def test_cpu_run_says_its_settings_and_shows_no_speedup(toy, capsys):
     import pandas as pd
     summary = pd.read_csv(tmp / "rep" / "report" / "summary.csv")
     assert summary.mean_speedup_vs_reference.isna().all()
+    md = (tmp / "rep" / "report" / "report.md").read_text()
+    assert "CPU run: latencies are wall clock" in md and "Reference latency missing" not in md
 
 
 def test_a_wrong_solution_shows_which_output_and_how_many_elements_and_exits_1(toy, capsys):

@@ -176,7 +176,10 @@ def write_report(out_dir, definitions, sources=None, title="GDN track evaluation
         md += [f"**PARTIAL RUN: not every workload was evaluated** ({', '.join(partial)}; see coverage below). "
                "Means over a partial run are not comparable with full-run figures.", ""]
     unprofiled = summary[summary.reference_profiled < summary.passed]
-    if len(unprofiled):
+    if (df.timer == CPU_LABEL).all():
+        md += ["**CPU run: latencies are wall clock and no speedup is taken** (the reference is never timed on the "
+               "CPU).", ""]
+    elif len(unprofiled):
         md += ["**Reference latency missing for some workloads** (" + ", ".join(
             f"{r.definition} / {r.solution}: {r.reference_profiled} of {r.passed} profiled"
             for r in unprofiled.itertuples()) + "): their speedup vs reference is '-', and the mean over "
