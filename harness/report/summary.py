@@ -177,8 +177,8 @@ def write_report(out_dir, definitions, sources=None, title="GDN track evaluation
                "Means over a partial run are not comparable with full-run figures.", ""]
     unprofiled = summary[summary.reference_profiled < summary.passed]
     if (df.timer == CPU_LABEL).all():
-        md += ["**CPU run: latencies are wall clock and no speedup is taken** (the reference is never timed on the "
-               "CPU).", ""]
+        md += ["**CPU run: latencies are wall clock, and no speedup vs reference or baseline is taken** (a command "
+               "run on the CPU times no reference).", ""]
     elif len(unprofiled):
         md += ["**Reference latency missing for some workloads** (" + ", ".join(
             f"{r.definition} / {r.solution}: {r.reference_profiled} of {r.passed} profiled"
