@@ -51,11 +51,11 @@ def check_own_imports(solution, where=None):
     for path, tree in imported_sources(solution, where):
         for top, node in top_level_imports(tree):
             if top in own and not importable(top):
-                raise DataError(where or solution.name, f"{path}:{node.lineno} imports its own module '{top}' as a "
-                                "top-level one, which "
-                                "the build does not find: it puts the sources in a package and only the package's "
-                                f"folder on sys.path, as officially", f"import it relatively: from . import {top}, "
-                                f"or from .{top} import ...")
+                raise DataError(where or solution.name,
+                                f"{path}:{node.lineno} imports its own module '{top}' as a top-level one, which the "
+                                "build does not find: it puts the sources in a package and only the package's folder "
+                                "on sys.path, as officially",
+                                f"import it relatively: from . import {top}, or from .{top} import ...")
 
 
 def importable(module):
