@@ -158,12 +158,14 @@ def _selection_options(p, definition_help=None, out_help="output folder (traces/
     p.add_argument("--quiet", action="store_true", help="no progress bar")
 
 
-def add_run_options(p, definition_help=None, out_help="output folder (traces/, harness/, report/)"):
-    """The options of every evaluating subcommand: one name, one meaning, one default."""
+def add_run_options(p, definition_help=None, out_help="output folder (traces/, harness/, report/)", gpu_only=False):
+    """The options of every evaluating subcommand: one name, one meaning, one default (gpu_only: a command that
+    times on a GPU and refuses cpu)."""
     from harness.dist.cluster import LOCAL
     _selection_options(p, definition_help, out_help)
     p.add_argument("--device", type=device_name, default=None,
-                   help="cpu, cuda or cuda:N (default: cuda if one is visible)")
+                   help="cuda or cuda:N (default: cuda; this command times on a GPU)" if gpu_only else
+                   "cpu, cuda or cuda:N (default: cuda if one is visible)")
     p.add_argument("--isolation", choices=["worker", "process", "none"], default="worker",
                    help="worker (default): one persistent child per solution, restarted after a crash; process: "
                         "a fresh child per pair, as officially (slower); none: in this process (debugging)")
@@ -242,7 +244,7 @@ def build_parser():
     p.set_defaults(func=cmd_compare, default_out="results/compare", writes_out=True)
     p = sub.add_parser("full", help="what `make eval` runs: ours + the FlashInfer baseline (+ extras), every workload")
     add_run_options(p, EVERY_DEFINITION, "output folder (traces/, harness/, report/, compare/; default: "
-                                         "results/<gpu>/)")
+                                         "results/<gpu>/)", gpu_only=True)
     p.add_argument("--peers", action="store_true", help="also the other authors' solutions in the dataset (FLA)")
     p.add_argument("--no-extras", action="store_true", help="only ours and the baseline (not the prefill ablation)")
     p.add_argument("--no-report", action="store_true", help="write no report/ and compare/")
@@ -554,7 +556,9 @@ def cmd_report(args):
         raise DataError("report", f"these runs used different timers {timers}; their figures are not comparable",
                         "pass --allow-mixed-timers to merge them anyway (each row keeps its timer)")
     out, summary, track, _ = write_report(args.out, definitions, sources=args.runs, dataset=dataset)
-    print(summary.drop(columns=["provenance"]).to_string(index=False))
+    # the console gets the headline columns; report.md and summary.csv have every one
+    print(summary[["definition", "solution", "passed", "workloads", "mean_latency_us", "mean_speedup_vs_baseline",
+                   "official_score_vs_baseline"]].to_string(index=False))
     if args.base:
         from harness.report.compare import write_comparison
         for definition in definitions:

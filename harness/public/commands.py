@@ -29,7 +29,8 @@ def add_public_parser(subparsers):
     from harness.cli import EVERY_DEFINITION, add_run_options, non_negative_int
     r = actions.add_parser("run", help="ours, the FlashInfer baseline, FLA and every fetched entry that can run here, "
                                        "in one run per definition, then the leaderboard (a GPU)")
-    add_run_options(r, EVERY_DEFINITION, "output folder (traces/, leaderboard/; default: results/<gpu>/public)")
+    add_run_options(r, EVERY_DEFINITION, "output folder (traces/, leaderboard/; default: results/<gpu>/public)",
+                    gpu_only=True)
     r.add_argument("--cache", default=str(DEFAULT_CACHE), metavar="DIR", help="default: .cache/public in the repo")
     r.add_argument("--solution", action="append", default=[], metavar="SOL",
                    help="also run this solution (a .json, a starter-kit folder, a dataset root; repeatable), e.g. "
