@@ -106,7 +106,8 @@ def test_no_spare_children_by_default(tmp_path, monkeypatch):
     assert [r.trace.evaluation.status.value for r in results] == ["PASSED"] * 4
     assert counts == [1, 1, 1, 1]
     assert not any("spare" in note for note in differences(opts))
-    assert pool.ChildPool("process").prestart == 0
+    with pool.ChildPool("process") as default:   # closed: its log folder goes
+        assert default.prestart == 0
 
 
 def test_prestart_is_an_opt_in_with_a_printed_difference(tmp_path, monkeypatch):

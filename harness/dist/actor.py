@@ -4,35 +4,15 @@ driver puts a payload's bytes in the object store once, so actors on other hosts
 import dataclasses
 import os
 import shutil
-import tempfile
-from pathlib import Path
 
 import ray
 
 from harness.eval.record import host_of
 from harness.eval.runners import pool_of, run_timed
+from harness.eval.scratch import clear_dead, own_scratch
 
 
 COPIES = "gdn-ray-payloads-"   # + the actor's pid: the folder of its payload copies
-
-
-def _alive(pid):
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:   # another user's process
-        pass
-    return True
-
-
-def clear_dead_copies():
-    """Remove the payload copies of this host's actors that were killed (a killed actor cannot clean up after
-    itself)."""
-    for folder in Path(tempfile.gettempdir()).glob(f"{COPIES}*-*"):
-        pid = folder.name[len(COPIES):].split("-")[0]
-        if pid.isdigit() and not _alive(int(pid)):
-            shutil.rmtree(folder, ignore_errors=True)
 
 
 @ray.remote(max_restarts=0, max_concurrency=1)  # the driver replaces a dead actor and writes its pair's trace
@@ -41,8 +21,7 @@ class PairActor:
         if not driver_sets_omp:   # Ray's own OMP_NUM_THREADS=1: the children get the driver's environment
             os.environ.pop("OMP_NUM_THREADS", None)
         self.device, self.pool = opts.device, pool_of(opts)
-        clear_dead_copies()
-        self.dir = tempfile.mkdtemp(prefix=f"{COPIES}{os.getpid()}-")
+        self.dir = own_scratch(COPIES)     # the copies of killed actors go first
         self.files = {}   # payload key -> its local file
 
     def ready(self):
@@ -68,4 +47,4 @@ class PairActor:
     def close(self):
         self.pool.close()
         shutil.rmtree(self.dir, ignore_errors=True)
-        clear_dead_copies()   # again: an actor killed just before this one started may not have been reaped then
+        clear_dead(COPIES)   # again: an actor killed just before this one started may not have been reaped then

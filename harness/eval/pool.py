@@ -32,12 +32,14 @@ import time
 from pathlib import Path
 
 from harness.data.trace import Status
+from harness.eval.scratch import own_scratch
 
 LOG_LIMIT = 5 * 1024 * 1024  # bytes of child output kept in a trace log: the head, as officially
 READY_LIMIT_S = 30.0         # process mode: a child must report ready this long after its start (FIB: 30 s)
 NOT_READY = "Worker failed to start within {:g} seconds"  # the official TIMEOUT message (30 s)
 TIMED_OUT = "Evaluation timeout after {:g} seconds for solution {}"  # the official TIMEOUT message (timeout, name)
 CRASHED = "Worker process failed unexpectedly"  # the official RUNTIME_ERROR message of a dead child
+LOGS = "gdn-harness-logs-"   # + the pool's pid: its children's log files (scratch.own_scratch)
 READY = "READY"              # the child's first message, once its start-up is done
 WORKERS_READY_S = 120.0      # worker mode: how long the loop waits for the children it starts side by side
 # Tests only: "module:function", called in the child just before it reports ready, to slow or observe a
@@ -193,7 +195,7 @@ class ChildPool:
         self.mode, self.device, self.timeout = mode, device, timeout
         self.prestart = prestart or 0
         self.ctx = mp.get_context("spawn")
-        self.log_dir = tempfile.mkdtemp(prefix="gdn-harness-logs-")
+        self.log_dir = own_scratch(LOGS)
         self.spares = []        # process mode with prestart: idle children, oldest first
         self.workers = {}       # worker mode: solution name -> its persistent child
 
