@@ -81,13 +81,18 @@ def print_failures(results, limit=20):
         print(f"  ... and {len(bad) - limit} more not PASSED (their traces say why)")
 
 
+def message_kind(text):
+    """A message with its numbers masked: messages that differ only in figures are one kind."""
+    return re.sub(r"\d+(\.\d+)?(e[-+]?\d+)?", "#", text)
+
+
 def print_warnings(results, limit=8):
     """The harness warnings of the pairs evaluated in this run (a PASSED pair's are otherwise only in its trace and
     harness/*.jsonl): each kind once per solution (numbers aside), with how many pairs raised it."""
     kinds = {}
     for r in results:
         for w in r.warnings or []:
-            kind = (r.solution.name, re.sub(r"\d+(\.\d+)?", "#", w))
+            kind = (r.solution.name, message_kind(w))
             example, n = kinds.get(kind, (w, 0))
             kinds[kind] = (example, n + 1)
     for (name, _), (example, n) in list(kinds.items())[:limit]:

@@ -2,13 +2,12 @@
 its mean speedup vs the baseline, with win rates vs ours, per-bucket latencies, why each failure failed, the
 harness warnings each entry raised, and where every figure came from."""
 import math
-import re
 import textwrap
 from pathlib import Path
 
 import pandas as pd
 
-from harness.eval.console import failure_reason
+from harness.eval.console import failure_reason, message_kind
 from harness.eval.timing import CPU_LABEL
 from harness.report.compare import bucket_of, bucket_order
 from harness.report.markdown import md_table
@@ -93,16 +92,11 @@ def _win_rate(s, ours_lat, total):
     return float((lat < ours_lat.reindex(lat.index)).sum() / total)
 
 
-def _pattern(text):
-    """Group texts that differ only in their numbers (timings, element counts, line numbers)."""
-    return re.sub(r"\d+(\.\d+)?(e[-+]?\d+)?", "#", text)
-
-
 def grouped(items):
     """(uuid, text) pairs -> rows of (text pattern, workloads, example text, example uuids), commonest first."""
     if not items:
         return pd.DataFrame(columns=["pattern", "workloads", "example", "uuids"])
-    df = pd.DataFrame(items, columns=["uuid", "text"]).assign(pattern=lambda x: x.text.map(_pattern))
+    df = pd.DataFrame(items, columns=["uuid", "text"]).assign(pattern=lambda x: x.text.map(message_kind))
     out = df.groupby("pattern", sort=False).agg(workloads=("uuid", "nunique"), example=("text", "first"),
                                                 uuids=("uuid", lambda u: sorted(set(u))))
     return out.reset_index().sort_values("workloads", ascending=False, kind="stable")
