@@ -139,6 +139,18 @@ def test_sigterm_stops_a_command_as_ctrl_c_does_with_the_resume_hint(monkeypatch
     assert signal.getsignal(signal.SIGTERM) is before   # the caller's handler is back
 
 
+def test_an_interrupted_run_names_the_report_of_the_pairs_it_finished(monkeypatch, capsys, tmp_path):
+    def interrupted(args):
+        (tmp_path / "run" / "traces").mkdir(parents=True)
+        raise KeyboardInterrupt
+    monkeypatch.setattr(cli, "cmd_eval", interrupted)
+    assert main(["eval", "--solution", "ours", "--out", str(tmp_path / "run")]) == 130
+    assert f"gdn-harness report {tmp_path / 'run'}" in capsys.readouterr().err
+    monkeypatch.setattr(cli, "cmd_eval", lambda args: (_ for _ in ()).throw(KeyboardInterrupt()))
+    assert main(["eval", "--solution", "ours", "--out", str(tmp_path / "none")]) == 130
+    assert "gdn-harness report" not in capsys.readouterr().err   # nothing traced: no report to name
+
+
 # 2. --device
 
 @pytest.mark.parametrize("command", [["eval", "--solution", "ours"], ["compare", "--solution", "ours"], ["tune"]])
