@@ -54,7 +54,7 @@ TRACES = [
 ]
 
 
-def _write(out, traces, timer=TIMER):
+def _write(out, traces, timer=TIMER, hardware="NVIDIA H200"):
     for n, (definition, author, solution, w, cell) in enumerate(traces):
         status, lat_us = (cell[0], None) if isinstance(cell, tuple) else ("PASSED", cell)
         uuid = {**W, **P}[w]
@@ -62,7 +62,7 @@ def _write(out, traces, timer=TIMER):
         libs = {"torch": "2.11.0+cu130", "harness": "0.1.0+abc1234", "inputs": "stand-in"}
         if lat_ms is not None:   # as the loop writes it: a failed pair was not timed
             libs["timer"] = timer
-        ev = Evaluation(Status(status), Environment("NVIDIA H200", libs), f"2026-12-01T10:{n // 60:02d}:{n % 60:02d}",
+        ev = Evaluation(Status(status), Environment(hardware, libs), f"2026-12-01T10:{n // 60:02d}:{n % 60:02d}",
                         "", Correctness(1e-3, 1e-4) if status in ("PASSED", "INCORRECT_NUMERICAL") else None,
                         Performance(lat_ms, 0.1, 0.1 / lat_ms) if lat_ms else None)
         wl = Workload(uuid, AXES[uuid], {"scale": InputSpec("scalar", value=0.088)})
@@ -173,6 +173,18 @@ def test_cpu_timed_traces_give_no_official_figure(tmp_path):
     assert summary.official_score_vs_baseline.isna().all() and summary.official_win_rate_vs_baseline.isna().all()
     assert summary.loc["twice", "official_note"] == "undefined: CPU wall clock"
     assert track.official_track_score.isna().all()
+
+
+def test_a_cpu_run_gives_no_speedup_to_a_solution_that_failed_everywhere(tmp_path):
+    # a failed pair names no timer: only the hardware says it ran on the CPU (its gated speedup was 0.0 there,
+    # beside NaN for the solutions that passed)
+    _write(tmp_path, [(DECODE, "baseline", "fi-decode", "w1", 10), (DECODE, "bob", "twice", "w1", 5),
+                      (DECODE, "carol", "carol", "w1", RT)], timer=CPU_LABEL, hardware="CPU x86_64")
+    out, summary, _, _ = write_report(tmp_path, [DECODE])
+    summary = summary.set_index("solution")
+    assert summary.mean_speedup_vs_baseline.isna().all() and summary.win_rate_vs_baseline.isna().all()
+    assert summary.mean_speedup_vs_reference.isna().all()
+    assert "**CPU run: latencies are wall clock" in (out / "report.md").read_text()
 
 
 def test_missing_baseline_and_no_comparable_workload(tmp_path):

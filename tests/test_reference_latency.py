@@ -2,6 +2,8 @@
 averaging a subset), and a resumed run takes the figures its traces already hold."""
 import json
 import math
+import re
+from pathlib import Path
 
 import pytest
 
@@ -33,6 +35,14 @@ def _ref_ms(results):
     return {r.workload.uuid: r.trace.evaluation.performance.reference_latency_ms for r in results}
 
 
+def _as_if_on_gpu(out_dir):
+    """Rewrite a CPU run's traces and extras as if a GPU timer had taken them (the report takes no speedup from a
+    CPU run)."""
+    for f in Path(out_dir).rglob("*.jsonl"):
+        f.write_text(re.sub(r'"hardware": ?"CPU [^"]*"', '"hardware": "NVIDIA H200"',
+                            f.read_text().replace(CPU_LABEL, "cupti (as on a GPU)")))
+
+
 def test_budget_leaves_the_rest_unprofiled_and_the_report_says_so(tmp_path, capsys):
     ds, definition, workloads = _setup(tmp_path)
     sol = Solution.from_json(toy_solution("a", BODY), "a")
@@ -48,9 +58,7 @@ def test_budget_leaves_the_rest_unprofiled_and_the_report_says_so(tmp_path, caps
     # a CPU run (wall clock): its report says why no speedup is taken, rather than that references are missing
     assert "no speedup vs reference or baseline is taken" in text and "## Harness run time" in text
     # the same traces as a GPU timer had taken them: the references the budget left out are said to be missing
-    from harness.eval.timing import CPU_LABEL
-    for f in (tmp_path / "out").rglob("*.jsonl"):
-        f.write_text(f.read_text().replace(CPU_LABEL, "cupti (stub)"))
+    _as_if_on_gpu(tmp_path / "out")
     out, *_ = write_report(tmp_path / "out", [definition])
     assert "Reference latency missing for some workloads" in (out / "report.md").read_text()
     from harness.report.rows import load_rows
@@ -164,7 +172,7 @@ def test_a_resumed_run_times_references_a_budget_left_out_and_the_report_fills_t
     evaluate(ds, definition, workloads, [sol], _opts(tmp_path, resume=True))  # nothing left to time
     assert len([1 for _, e in read_jsonl(ep) if e.get("record") == "reference"]) == len(workloads)
     # as if timed on a GPU: the report shows no speedups for a CPU wall clock
-    ep.write_text(ep.read_text().replace(CPU_LABEL, "cupti (as on a GPU)"))
+    _as_if_on_gpu(tmp_path / "out")
     out, summary, _, _ = write_report(tmp_path / "out", [definition])
     row = summary.iloc[0]
     assert row.reference_profiled == 3 and math.isfinite(row.mean_speedup_vs_reference)

@@ -8,12 +8,11 @@ from pathlib import Path
 import pandas as pd
 
 from harness.eval.console import failure_reason, message_kind
-from harness.eval.timing import CPU_LABEL
 from harness.report.compare import bucket_of, bucket_order
 from harness.report.markdown import md_table
 from harness.report.plotting import finish, nothing_to_plot, on_log_axis
 from harness.report.provenance import lib_values, provenance_line, timers
-from harness.report.rows import load_rows
+from harness.report.rows import load_rows, wall_clock
 from harness.report.state_copy import copy_section, load_copies
 from harness.report.summary import summarize
 
@@ -55,7 +54,7 @@ def leaderboard_table(g, ours):
     """One row per solution of one definition, best first: gated mean speedup vs the baseline (the official
     figure), then the mean over the workloads both passed."""
     summary = summarize(g).set_index("solution")
-    official = not (g.timer == CPU_LABEL).all()  # wall-clock latencies give no speedups or wins
+    official = not wall_clock(g).all()  # wall-clock latencies give no speedups or wins
     total = g.uuid.nunique()
     buckets = bucket_order(g.bucket)
     ours_lat = g[g.solution == ours].set_index("uuid").latency_us if ours else None

@@ -13,6 +13,11 @@ from harness.eval.timing import CPU_LABEL
 BASELINE_AUTHOR = "baseline"
 
 
+def wall_clock(df):
+    """The rows of pairs run on the CPU: timed by its wall clock, or failed there (a failed pair names no timer)."""
+    return (df.timer == CPU_LABEL) | df.hardware.str.startswith("CPU ")
+
+
 def load_rows(out_dirs, definitions):
     """One row per (definition, solution, workload): the last trace written, joined with the harness extras."""
     rows = []
@@ -74,8 +79,8 @@ def load_rows(out_dirs, definitions):
         columns={"latency_us": "baseline_us"})
     df = df.merge(base, on=["definition", "uuid"], how="left")
     df["speedup_vs_baseline"] = df["baseline_us"] / df["latency_us"]
-    wall_clock = df.timer == CPU_LABEL   # a CPU run checks correctness: its speedups are no official figure
-    df.loc[wall_clock, ["speedup_vs_reference", "speedup_vs_baseline"]] = math.nan
+    # a CPU run checks correctness: its speedups are no official figure
+    df.loc[wall_clock(df), ["speedup_vs_reference", "speedup_vs_baseline"]] = math.nan
     return df
 
 

@@ -8,12 +8,11 @@ from pathlib import Path
 import pandas as pd
 
 from harness.data.jsonio import encode_float, read_jsonl, write_json_atomic
-from harness.eval.timing import CPU_LABEL
 from harness.report.markdown import md_table
 from harness.report.official_score import OFFICIAL_SENTENCE, official_scores, official_track
 from harness.report.plotting import finish, loggable, nothing_to_plot, on_log_axis
 from harness.report.provenance import provenance, provenance_line, timers
-from harness.report.rows import load_all_traces, load_rows
+from harness.report.rows import load_all_traces, load_rows, wall_clock
 
 
 def summarize(df, traces=None):
@@ -27,7 +26,7 @@ def summarize(df, traces=None):
         lat = g.latency_us[passed]
         has_base = g.baseline_us.notna()
         profiled = g.reference_us.notna() | ~passed  # a failed pair has no latency of its own
-        official = not (g.timer == CPU_LABEL).all()
+        official = not wall_clock(g).all()
         out.append({
             "definition": definition, "solution": solution, "author": g.author.iloc[0], "workloads": len(g),
             "passed": int(passed.sum()), "all_pass": all_pass,
@@ -176,7 +175,7 @@ def write_report(out_dir, definitions, sources=None, title="GDN track evaluation
         md += [f"**PARTIAL RUN: not every workload was evaluated** ({', '.join(partial)}; see coverage below). "
                "Means over a partial run are not comparable with full-run figures.", ""]
     unprofiled = summary[summary.reference_profiled < summary.passed]
-    if (df.timer == CPU_LABEL).all():
+    if wall_clock(df).all():
         md += ["**CPU run: latencies are wall clock, and no speedup vs reference or baseline is taken** (a command "
                "run on the CPU times no reference).", ""]
     elif len(unprofiled):
