@@ -776,7 +776,7 @@ def main(argv=None):
     except KeyboardInterrupt as exc:
         print("interrupted: traces written so far are kept; run the same command again to resume", file=sys.stderr)
         if out and (Path(out) / "traces").is_dir():   # the table of the pairs finished, without running any
-            print(f"  the pairs finished so far: gdn-harness report {out}", file=sys.stderr)
+            print(f"  the pairs finished so far: gdn-harness report {out} --out {out}", file=sys.stderr)
         return 143 if isinstance(exc, Terminated) else 130
     finally:
         if on_main:

@@ -145,7 +145,7 @@ def test_an_interrupted_run_names_the_report_of_the_pairs_it_finished(monkeypatc
         raise KeyboardInterrupt
     monkeypatch.setattr(cli, "cmd_eval", interrupted)
     assert main(["eval", "--solution", "ours", "--out", str(tmp_path / "run")]) == 130
-    assert f"gdn-harness report {tmp_path / 'run'}" in capsys.readouterr().err
+    assert f"gdn-harness report {tmp_path / 'run'} --out {tmp_path / 'run'}" in capsys.readouterr().err
     monkeypatch.setattr(cli, "cmd_eval", lambda args: (_ for _ in ()).throw(KeyboardInterrupt()))
     assert main(["eval", "--solution", "ours", "--out", str(tmp_path / "none")]) == 130
     assert "gdn-harness report" not in capsys.readouterr().err   # nothing traced: no report to name
