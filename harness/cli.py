@@ -497,22 +497,26 @@ def cmd_compare(args):
     dataset, plans = _planned(args)
     bases = _compare_bases(plans, args.base)   # refused before any pair runs
     out, results = _evaluate(args, dataset, plans)
-    for definition, _, solutions in plans:
-        cmp_dir, summary, buckets = write_comparison(out, definition, bases[definition.name])
+    for definition, workloads, solutions in plans:
+        # this command's pairs only: the folder may hold other solutions and workloads from earlier runs
+        pairs = ({s.name for s in solutions}, {w.uuid for w in workloads})
+        cmp_dir, summary, buckets = write_comparison(out, definition, bases[definition.name], pairs=pairs)
         print(summary.to_string(index=False))
         print(buckets.to_string(index=False))
         if args.state_copy:
-            _print_state_copy(out, definition, list(summary.solution))
+            _print_state_copy(out, definition, pairs, list(summary.solution))
         print(f"comparison report: {cmp_dir}/{definition.name}.md")
     return exit_status(results, args)
 
 
-def _print_state_copy(out, definition, order):
+def _print_state_copy(out, definition, pairs, order):
     """The --state-copy means per bucket and each solution's latency over them, as the report gives them."""
+    from harness.report.compare import selected
     from harness.report.rows import load_rows
     from harness.report.state_copy import copy_ratios, load_copies
 
-    means, ratios = copy_ratios(load_rows([out], [definition]), load_copies([out], definition), order)
+    rows = selected(load_rows([out], [definition]), pairs)
+    means, ratios = copy_ratios(rows, load_copies([out], definition), order)
     print(f"state copy (us) and each solution's latency over it:\n{means.to_string(index=False)}\n"
           f"{ratios.to_string(index=False)}")
 

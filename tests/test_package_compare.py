@@ -121,6 +121,23 @@ def test_compare_and_report(tmp_path, capsys):
     assert all(json.loads(libs)["torch"] == torch.__version__ for libs in per_workload.libs)
 
 
+def test_compare_reports_its_own_pairs_in_a_folder_holding_earlier_runs(tmp_path, capsys):
+    import pandas as pd
+    root = make_toy_root(tmp_path / "toy")
+    paths = {}
+    for name in ("a", "b", "c"):
+        paths[name] = tmp_path / f"{name}.json"
+        paths[name].write_text(json.dumps(toy_solution(name, "def run(x, y, alpha, z):\n    z.copy_(x + alpha * y)\n")))
+    common = ["compare", "--dataset", str(root), "--definition", "toy_axpy", "--device", "cpu", "--quiet",
+              "--iterations", "1", "--warmup", "0", "--out", str(tmp_path / "cmp")]
+    assert main([*common, "--workloads", "0", "--solution", str(paths["a"]), "--solution", str(paths["b"])]) == 0
+    assert main([*common, "--workloads", "1-2", "--solution", str(paths["a"]), "--solution", str(paths["c"])]) == 0
+    wide = pd.read_csv(tmp_path / "cmp" / "compare" / "toy_axpy.csv")
+    assert len(wide) == 2 and "b" not in wide.columns and {"a", "c", "c / a"} <= set(wide.columns)
+    summary = capsys.readouterr().out.split("solution  all_pass")[-1].split("bucket  workloads")[0]
+    assert [line.split()[0] for line in summary.strip().splitlines()[1:]] == ["a", "c"]   # the second command's
+
+
 @pytest.mark.parametrize("extra, needle", [([], "name at least two solutions"),
                                             (["--solution", "SECOND", "--base", "nope"], "'nope' is not one of")])
 def test_compare_refuses_before_any_pair_runs(tmp_path, capsys, extra, needle):

@@ -108,12 +108,19 @@ def solution_runs(df):
     return runs.assign(run=ids)
 
 
-def write_comparison(out_dir, definition, base, sources=None):
+def selected(df, pairs):
+    """The rows of `pairs`, (solution names, workload uuids) a run evaluated; every row when it is None."""
+    return df if pairs is None else df[df.solution.isin(pairs[0]) & df.uuid.isin(pairs[1])]
+
+
+def write_comparison(out_dir, definition, base, sources=None, pairs=None):
+    """compare/<definition>.md, .csv, _buckets.csv and .png from the traces of `sources` (default: out_dir), those of
+    `pairs` only where given (a folder can hold other runs' solutions and workloads); (folder, summary, buckets)."""
     from harness.report.state_copy import copy_section, load_copies   # it imports bucket_of from here
 
     out = Path(out_dir) / "compare"
     out.mkdir(parents=True, exist_ok=True)
-    df = load_rows(sources or [out_dir], [definition])
+    df = selected(load_rows(sources or [out_dir], [definition]), pairs)
     if df.empty:
         raise ValueError("no traces to compare")
     wide, buckets, summary = comparison_tables(df, base)
