@@ -637,11 +637,14 @@ def _warn_unused_in_pairing(args):
 def _run_fidelity(args):
     """Both tools on the chosen solutions and workloads (harness/fib.py); the folders of the runs."""
     from harness.eval.options import print_differences
-    from harness.fib import Fib, FibPlan, run_fidelity
+    from harness.fib import ISOLATION_OF_RUNNER, Fib, FibPlan, as_runner, run_fidelity
 
     device = device_of(args)
     if not device.startswith("cuda"):
         raise DataError("--device", "FlashInfer-Bench's runners need a GPU")
+    if args.isolation not in ("worker", ISOLATION_OF_RUNNER[args.runner]):   # "worker": the default, not chosen
+        print(f"warning: --isolation {args.isolation} has no effect with fidelity: the harness runs as FlashInfer-"
+              f"Bench's {args.runner} runner does ({ISOLATION_OF_RUNNER[args.runner]}; --runner)", file=sys.stderr)
     if args.prestart is not None and args.runner != "isolated":
         print(f"warning: --prestart has no effect with --runner {args.runner} (only with --runner isolated)",
               file=sys.stderr)
@@ -658,8 +661,8 @@ def _run_fidelity(args):
     else:
         args.no_profile_baseline = True
 
-    def opts_of(definition, folder):
-        return run_options(args, device, definition, folder)
+    def opts_of(definition, folder):   # printed as run: in the isolation of FlashInfer-Bench's runner
+        return as_runner(run_options(args, device, definition, folder), args.runner)
 
     print_differences(*[opts_of(d, Path(args.out) / "harness") for d, _, _ in plans])
     return run_fidelity(dataset, plans, opts_of, args.out, fib, args.harness_again)

@@ -112,6 +112,11 @@ def link_blobs(root, dataset):
             dest.symlink_to(p.resolve())
 
 
+def as_runner(opts, runner):
+    """The harness's options with the isolation of FlashInfer-Bench's `runner`, so that both tools run alike."""
+    return replace(opts, isolation=ISOLATION_OF_RUNNER[runner])
+
+
 def run_fidelity(dataset, plans, opts_of, out, fib, harness_again=False):
     """The runs, chunk by chunk: `plans` [(definition, workloads, solutions)], `opts_of(definition, folder)`: the
     harness's EvalOptions for it, `fib` a Fib. Returns the folders (harness, fib, fib-again), and harness-again last
@@ -126,8 +131,7 @@ def run_fidelity(dataset, plans, opts_of, out, fib, harness_again=False):
     for definition, workloads, solutions in plans:
         for root in folders[1:3]:
             lay_out_root(root, dataset, definition, solutions)
-        opts = {h: replace(opts_of(definition, h), isolation=ISOLATION_OF_RUNNER[fib.plan.runner])
-                for h in (folders[0], *folders[3:])}
+        opts = {h: as_runner(opts_of(definition, h), fib.plan.runner) for h in (folders[0], *folders[3:])}
         turns = (folders[0], folders[1], *folders[3:], folders[2])
         for k in range(0, len(workloads), CHUNK):
             chunk = workloads[k:k + CHUNK]

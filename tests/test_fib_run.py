@@ -166,6 +166,29 @@ def test_a_resumed_chunk_the_harness_skips_still_gets_its_stand_ins_for_fib(tmp_
     assert len(read_traces(tmp_path / "out" / "harness" / "traces" / "tester" / "toy" / "toy_axpy.jsonl")) == 3
 
 
+@pytest.mark.parametrize("runner, isolation", [("isolated", "process"), ("persistent", "worker")])
+def test_fidelity_prints_the_differences_of_the_isolation_it_runs(tmp_path, monkeypatch, capsys, runner, isolation):
+    # the printed list came from --isolation (default worker) while the isolated runner's turn ran in process mode
+    import harness.eval.options
+    ds, *_ = _toy_fidelity(tmp_path, runner)
+    printed, ran = [], []
+    monkeypatch.setattr(harness.cli, "device_of", lambda args: "cuda")
+    monkeypatch.setattr(harness.eval.options, "print_differences", lambda *opts: printed.extend(opts))
+    monkeypatch.setattr(harness.fib, "run_fidelity", lambda dataset, plans, opts_of, out, fib, again: ran.append(
+        opts_of(plans[0][0], tmp_path / "h")) or [tmp_path / n for n in ("h", "f", "g")])
+    monkeypatch.setattr(harness.cli, "_write_agreement", lambda *a: None)
+    argv = ["fidelity", "--solution", str(tmp_path / "good.json"), "--dataset", str(ds.root), "--fib-src",
+            str(tmp_path / "fibsrc"), "--runner", runner, "--prestart", "2", "--out", str(tmp_path / "o")]
+    (tmp_path / "good.json").write_text(json.dumps(toy_solution("good", "def run(x, y, alpha, z):\n    pass\n")))
+    assert main(argv) == 0
+    assert [o.isolation for o in printed] == [isolation] and ran[0].isolation == isolation
+    notes = harness.eval.options.differences(printed[0])
+    assert any("2 spare children start beside the timed calls" in n for n in notes) == (runner == "isolated")
+    assert any("each solution runs in one persistent child" in n for n in notes) == (runner == "persistent")
+    assert main([*argv, "--isolation", "none"]) == 0
+    assert "--isolation none has no effect with fidelity" in capsys.readouterr().err
+
+
 def test_fidelity_run_needs_flashinfer_bench_and_a_gpu(tmp_path, capsys):
     assert main(["fidelity", "--solution", "ours", "--out", str(tmp_path / "o"), "--device", "cpu"]) == 2
     assert "need a GPU" in capsys.readouterr().err
