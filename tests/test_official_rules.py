@@ -247,3 +247,15 @@ def test_solutions_run_in_flashinfer_benchs_order_within_a_workload(tmp_path):
     assert [r.solution.name for r in results] == ["z-a", "a", "b", "a-b"] * 2          # as given
     ran = [json.loads(line)["solution"] for line in (tmp_path / "out" / "harness" / "toy_axpy.jsonl").open()]
     assert ran == ["a-b", "a", "b", "z-a"] * 2                                        # as FlashInfer-Bench runs them
+
+
+def test_a_tilelang_solution_is_a_printed_difference_and_a_compile_error(tmp_path, capsys):
+    # FlashInfer-Bench builds TileLang where tilelang is importable; the harness has no such builder
+    ds = Dataset(make_toy_root(tmp_path / "toy"))
+    definition = ds.definition("toy_axpy")
+    sol = Solution.from_json(toy_solution("tl", BODY, language="tilelang"), "tl")
+    opts = EvalOptions(device="cpu", out_dir=tmp_path / "out", timing=TimingConfig(0, 1, 1), show_progress=False,
+                       profile_baseline=False)
+    results = evaluate(ds, definition, ds.workloads(definition)[:1], [sol], opts)
+    assert [r.trace.evaluation.status.value for r in results] == ["COMPILE_ERROR"]
+    assert "tl: a TileLang solution gets COMPILE_ERROR here (deliberate difference" in capsys.readouterr().out

@@ -143,6 +143,23 @@ def test_the_timer_and_reference_differences_are_printed_where_they_apply():
     assert not any(n.startswith("reference latencies are cached") for n in events)
     cpu = differences(EvalOptions(device="cpu", isolation="process"))
     assert not any("CUPTI" in n or n.startswith("reference latencies are cached") for n in cpu)
+    # a GPU run that times no reference says so (its traces carry 0s where the contest's carry the figure)
+    assert any(n.startswith("the reference is not timed (--no-profile-baseline)") for n in events)
+    assert not any(n.startswith("the reference is not timed") for n in gpu + cpu)
+
+
+def test_the_mechanics_and_flashinfer_benchs_own_runner_rules_are_printed():
+    from harness.eval.options import differences
+    worker = differences(EvalOptions(device="cpu", isolation="worker"))
+    process = differences(EvalOptions(device="cpu", isolation="process"))
+    skip = "FlashInfer-Bench's own persistent runner skips a solution for the rest of the run after one COMPILE_ERROR"
+    assert any(skip in n for n in worker) and not any(skip in n for n in process)
+    for notes in (worker, process):
+        assert any(n.startswith("random inputs use a recorded seed (--seed) and are drawn in fp32, then cast")
+                   for n in notes)
+        assert any(n.startswith("mechanics that change no figure: traces are appended as each pair ends")
+                   for n in notes)
+        assert any("eval_settings" in n for n in notes if n.startswith("environment.libs carries"))
 
 
 def test_tolerances_events_isolation_none_and_the_gpu_are_printed_where_they_apply():

@@ -74,6 +74,10 @@ def _evaluate(dataset, definition, workloads, solutions, opts, stats):
         if again:
             print(f"{definition.name}: {name}: {again} earlier trace(s) of the pairs evaluated again (--no-resume) "
                   f"moved to {where}")
+    for sol in solutions:
+        if sol.spec.language == "tilelang":
+            print(f"{definition.name}: {sol.name}: a TileLang solution gets COMPILE_ERROR here (deliberate difference: "
+                  "the harness has no TileLang builder; FlashInfer-Bench builds it where tilelang is importable)")
     done = kept_pairs(out_dir, solutions, definition, run) if opts.resume else {}
     rejected = {}
     for sol in solutions:

@@ -16,11 +16,13 @@ from harness.eval.give_up import GiveUpRule
 DEVIATIONS = [
     "inputs: the official GDN blobs are not public; missing blobs are replaced by seeded stand-ins "
     "(every trace's environment.libs.inputs says which)",
-    "random inputs use a recorded seed (--seed); the official harness sets none",
+    "random inputs use a recorded seed (--seed) and are drawn in fp32, then cast; the official harness sets none "
+    "and draws in the input's dtype",
     "reference outputs are computed once per workload when every input comes from a blob or a scalar "
     "(the trials are then identical by construction); the official harness recomputes them per trial",
     "environment.libs carries extra provenance keys (python, flashinfer, numpy, harness, timer, inputs, "
-    "input_digest, solution_digest, sm_count, compute_capability, driver; officially torch, triton and cuda)",
+    "input_digest, solution_digest, eval_settings, sm_count, compute_capability, driver; officially torch, triton "
+    "and cuda)",
     "DPS outputs are filled with NaN before each correctness call (torch.empty otherwise), so a solution that "
     "never writes them cannot pass on leftover memory",
     "after timing, one more call on perturbed inputs written into the same tensors checks for memoized "
@@ -35,6 +37,11 @@ DEVIATIONS = [
     "constraint stops the run when that workload is reached (officially never evaluated)",
     "a trace's log ends with the harness's reason for an INCORRECT_* status and its warnings as "
     "'[harness warning]' lines (officially no reason is logged)",
+    "mechanics that change no figure: traces are appended as each pair ends (officially when a definition's run "
+    "returns); a python solution's build module is named fib_sol_<hash> and written once; a child past its deadline "
+    "is killed at once (officially joined for 2 s, then terminated); children get their inputs from a payload file "
+    "(FlashInfer-Bench's runners pass them as CUDA IPC handles or over a pipe); the timing settings are chosen by the "
+    "definition's name containing 'decode' or 'prefill' (the contest's flag named the definition)",
 ]
 
 
@@ -90,13 +97,18 @@ def differences(opts):
         else:
             notes.append("latencies are CUDA-event times (--timer events), NOT the official CUPTI span: speedups and "
                          "scores are not comparable with official figures")
+    if opts.device.startswith("cuda") and not opts.profile_baseline:
+        notes.append("the reference is not timed (--no-profile-baseline): traces carry a reference latency and a "
+                     "speedup of 0, as FlashInfer-Bench writes them when it does not profile; the contest timed it")
     if opts.payload_cache:
         notes.append(f"{PAYLOAD_CACHE_NOTE}: {opts.payload_cache}")
     if opts.isolation == "worker":
         notes.append("each solution runs in one persistent child (restarted after a crash), not a fresh process per "
                      "pair; --isolation process for the official mode. Its module state (globals, caches, buffers) "
                      "lasts from one workload to the next; its --timeout runs from the job's send, not from a "
-                     "child's start, and there is no 30 s start limit")
+                     "child's start, and there is no 30 s start limit. Every pair runs, where FlashInfer-Bench's "
+                     "own persistent runner skips a solution for the rest of the run after one COMPILE_ERROR or "
+                     "TIMEOUT, or three RUNTIME_ERROR, INCORRECT_SHAPE or INCORRECT_DTYPE with no PASSED between")
     if opts.isolation == "none":
         notes.append("--isolation none: solutions run in this process, with no timeout (a hang never becomes "
                      "TIMEOUT, a crash ends the run); officially a fresh child per pair. For debugging")
