@@ -315,7 +315,8 @@ def build_parser():
     p.add_argument("--submission", default=None, metavar="DIR",
                    help="a starter-kit folder, or a folder of them, one per definition (default: the repo's "
                         "submission/)")
-    p.add_argument("--out", default=None, metavar="DIR", help="output folder (default: results/package)")
+    p.add_argument("--out", default=None, metavar="DIR",
+                   help="output folder (default: results/package, in the current folder as every --out)")
     p.add_argument("--dataset", default=None, metavar="DIR", help="dataset root (default: the repo's workloads/)")
     p.set_defaults(func=cmd_package, writes_out=True)
     from harness.public.commands import add_public_parser
@@ -736,7 +737,7 @@ def _tune_table(rows):
 def cmd_package(args):
     from harness.build.package import REPO, package
 
-    out = Path(args.out or REPO / "results" / "package")
+    out = Path(args.out or "results/package")
     earlier = {p: p.read_bytes() for p in out.glob("*/solution.json")}
     written = package(args.submission or REPO / "submission", out, dataset_of(args))
     for path, sol, differences in written:

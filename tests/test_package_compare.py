@@ -85,6 +85,13 @@ def test_repo_submission_packages():
                                                          "gdn_prefill_qk4_v8_d128_k_last"}
 
 
+def test_package_writes_into_the_current_folder_as_eval_and_compare_do(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    assert main(["package"]) == 0
+    assert {p.parent.name for p in (tmp_path / "results" / "package").glob("*/solution.json")} == {
+        "gdn_decode_qk4_v8_d128_k_last", "gdn_prefill_qk4_v8_d128_k_last"}
+
+
 def test_compare_and_report(tmp_path, capsys):
     root = make_toy_root(tmp_path / "toy")
     fast = tmp_path / "fast.json"

@@ -224,7 +224,7 @@ def definition_of(dataset, solution, cfg_path):
     return known[solution.definition]
 
 
-def package(submission=REPO / "submission", out=REPO / "results" / "package", dataset=None):
+def package(submission=REPO / "submission", out=Path("results/package"), dataset=None):
     """Validate `submission` (one starter-kit folder, or a folder of them), then write
     <out>/<definition>/solution.json for each; nothing is written anywhere else. Returns (path, solution, notes)
     per kit: where its entry's signature was left to the build (validate), then kit_packer_differences."""
