@@ -161,6 +161,7 @@ def test_append_is_whole_lines_and_heals_a_partial_tail(tmp_path, capsys):
         f.write(b'{"definition": "d", "workl')
     assert len(read_traces(p)) == 1  # the partial line is left out when reading, and said
     assert f"note: {p}:2: a partial last line" in capsys.readouterr().err
+    assert len(read_traces(p)) == 1 and capsys.readouterr().err == ""   # once: a resumed run reads it twice
     append_trace(p, tr)
     lines = p.read_text().splitlines()
     assert len(lines) == 2 and all(json.loads(x)["solution"] == "s" for x in lines)

@@ -51,6 +51,9 @@ def read_json_object(path, what, hint=None):
     return data
 
 
+_PARTIAL_NOTED = set()   # the partial last lines already said, as "path:line"
+
+
 def read_jsonl(path, allow_partial_tail=False):
     """(where, object) for each non-blank line; the whole file is parsed before returning.
 
@@ -62,8 +65,11 @@ def read_jsonl(path, allow_partial_tail=False):
         raise DataError(path, f"cannot read file: {exc.strerror}") from None
     if allow_partial_tail and text and not text.endswith("\n"):
         text = text[: text.rfind("\n") + 1]
-        print(f"note: {path}:{len(text.splitlines()) + 1}: a partial last line (a writer stopped mid-line) is "
-              "left out; the next append to this file drops it", file=sys.stderr)
+        where = f"{path}:{len(text.splitlines()) + 1}"
+        if where not in _PARTIAL_NOTED:   # said once: a run reads a file more than once (retire, then resume)
+            _PARTIAL_NOTED.add(where)
+            print(f"note: {where}: a partial last line (a writer stopped mid-line) is left out; the next append to "
+                  "this file drops it", file=sys.stderr)
     lines = text.splitlines()
     rows = []
     for lineno, line in enumerate(lines, 1):
