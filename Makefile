@@ -69,8 +69,8 @@ compare:
 # FROM: a folder of pre-packed JSONs (<definition>/<name>.json) where there is no network to clone from
 public:
 	@$(call NEED_GPU,make public: the entries are timed on a CUDA GPU$(,) none here \
-	  (on a CPU: gdn-harness public fetch$(,) list$(,) eval)); $(GPU_PY); $(call NEED_CUDA,make public: the entries are timed on a CUDA GPU$(,) none here \
-	  (on a CPU: gdn-harness public fetch$(,) list$(,) eval)) \
+	  (on a CPU: gdn-harness public fetch$(,) public list$(,) and eval --solution <a fetched JSON> --device cpu)); $(GPU_PY); $(call NEED_CUDA,make public: the entries are timed on a CUDA GPU$(,) none here \
+	  (on a CPU: gdn-harness public fetch$(,) public list$(,) and eval --solution <a fetched JSON> --device cpu)) \
 	  && { $$py -m harness public fetch $(if $(FROM),--from $(FROM)); $$py -m harness public run $(RUN_ARGS); }
 
 package:

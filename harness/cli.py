@@ -502,6 +502,9 @@ def cmd_compare(args):
         # this command's pairs only: the folder may hold other solutions and workloads from earlier runs
         pairs = ({s.name for s in solutions}, {w.uuid for w in workloads})
         cmp_dir, summary, buckets = write_comparison(out, definition, bases[definition.name], pairs=pairs)
+        if not device_of(args).startswith("cuda"):
+            print("CPU wall clock (Triton through its interpreter, 0 warmup by default): these latencies and ratios "
+                  "say nothing about the solutions' speed on a GPU")
         print(summary.to_string(index=False))
         print(buckets.to_string(index=False))
         if args.state_copy:

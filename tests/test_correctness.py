@@ -56,6 +56,7 @@ def test_order_shape_dtype_inf_nan():
     assert r.status == Status.INCORRECT_NUMERICAL and math.isinf(r.max_abs)  # inf is checked before NaN
     r = check_output("o", torch.full((2, 2), float("nan")), ref)
     assert r.status == Status.INCORRECT_NUMERICAL and math.isnan(r.max_abs)
+    assert "so one never written fails here too" in r.message   # the likely cause, said where it shows
 
 
 def test_errors_computed_in_fp32_for_bf16():

@@ -108,6 +108,7 @@ def test_compare_and_report(tmp_path, capsys):
     assert rc == 1      # broken's pairs are not PASSED
     printed = capsys.readouterr().out
     assert "RUNTIME_ERROR: broken on" in printed and "ValueError: no" in printed
+    assert "these latencies and ratios say nothing about the solutions' speed on a GPU" in printed
     text = (out / "compare" / "toy_axpy.md").read_text()
     assert "slow / fast" in text and "wins vs fast" in text
     assert "| broken | False | 0 | 3 |" in text  # failed everywhere: still listed, gated

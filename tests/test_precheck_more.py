@@ -178,3 +178,13 @@ def test_a_cpp_solution_is_refused_on_the_cpu_only_with_cuda_sources():
 def test_a_python_solution_is_not_refused_for_the_device():
     sol = Solution.from_json(toy_solution("py", "def run(x, y, alpha, z):\n    pass\n"), "py")
     assert static_problem(sol, TOY, device="cpu") is None
+
+
+def test_a_missing_module_names_its_pip_package_where_the_names_differ(monkeypatch):
+    import harness.build.precheck as precheck
+    monkeypatch.setattr(precheck, "importable", lambda top: top not in {"flashinfer", "fla", "cutlass_magic"})
+    body = "import flashinfer\nimport fla\nimport cutlass_magic\n\ndef run(x, y, alpha, z):\n    pass\n"
+    problem = static_problem(Solution.from_json(toy_solution("m", body), "m"), TOY)
+    assert problem.startswith("imports flashinfer (pip package flashinfer-python, or pip install '.[gpu]'), fla "
+                              "(pip package flash-linear-attention), cutlass_magic, which cannot be imported")
+    assert "(install them, or evaluate on a machine that has them)" in problem

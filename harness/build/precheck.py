@@ -10,6 +10,10 @@ from harness.build.package import module_bindings, validate
 from harness.data.jsonio import DataError
 
 
+# modules whose pip package has another name, among those the built-in solutions import
+PIP_NAMES = {"flashinfer": "flashinfer-python, or pip install '.[gpu]'", "fla": "flash-linear-attention"}
+
+
 def missing_modules(solution):
     """Top-level modules that the python sources the build imports (imports.imported_sources) import unconditionally
     and that cannot be found here; the solution's own modules are skipped."""
@@ -61,6 +65,8 @@ def static_problem(solution, definition, device=None):
         return exc.message
     missing = missing_modules(solution)
     if missing:
-        return (f"imports {', '.join(missing)}, which cannot be imported on this machine "
-                "(install it, or evaluate on a machine that has it)")
+        named = [f"{m} (pip package {PIP_NAMES[m]})" if m in PIP_NAMES else m for m in missing]
+        return (f"imports {', '.join(named)}, which cannot be imported on this machine "
+                f"(install {'it' if len(missing) == 1 else 'them'}, or evaluate on a machine that has "
+                f"{'it' if len(missing) == 1 else 'them'})")
     return None

@@ -41,7 +41,9 @@ def check_output(name, out, ref, tol=Tolerance()):
     if torch.isinf(x).any():
         return OutputCheck(Status.INCORRECT_NUMERICAL, math.inf, math.inf, 0.0, f"output '{name}' contains inf", True)
     if torch.isnan(x).any():
-        return OutputCheck(Status.INCORRECT_NUMERICAL, math.nan, math.nan, 0.0, f"output '{name}' contains NaN", True)
+        # the DPS outputs are NaN-filled before the call (differences: "DPS outputs are filled with NaN")
+        return OutputCheck(Status.INCORRECT_NUMERICAL, math.nan, math.nan, 0.0, f"output '{name}' contains NaN "
+                           "(outputs are filled with NaN before each call, so one never written fails here too)", True)
     abs_err = (x - y).abs()
     rel_err = abs_err / (y.abs() + 1e-8)
     failed = (abs_err > tol.atol) & (rel_err > tol.rtol)

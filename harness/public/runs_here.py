@@ -3,7 +3,8 @@ from harness.data.jsonio import DataError
 from harness.public.entries import load_entries
 from harness.public.fetch import cache_path, load_cached
 
-TRITON_ON_CPU = "Triton on a CPU runs only through its interpreter, far too slow to time: needs a CUDA GPU"
+TRITON_ON_CPU = ("timing needs a CUDA GPU (on a CPU Triton runs through its interpreter); its correctness: "
+                 "gdn-harness eval --solution <its fetched JSON> --device cpu")
 ANY_DEVICE = "any"  # public_solutions: keep every fetched entry, whatever runs here
 
 
