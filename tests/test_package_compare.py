@@ -44,6 +44,16 @@ def test_package_keeps_subfolders_and_validates(tmp_path):
     Solution.from_json(obj, path)  # a valid official Solution
 
 
+def test_package_notes_a_module_not_installed_here_and_packs_all_the_same(tmp_path):
+    ds = Dataset(make_toy_root(tmp_path / "toy"))
+    sub = tmp_path / "submission"
+    _kit(sub, body="import cutlass_magic_not_here\n\ndef run(x, y, alpha, z):\n    z.copy_(x + alpha * y)\n")
+    (path, _, notes), = package(sub, tmp_path / "out", ds)
+    assert path.exists()
+    assert ("imports cutlass_magic_not_here, which cannot be imported here: the evaluator's machine must have them "
+            "(an eval here gives COMPILE_ERROR)") in notes
+
+
 @pytest.mark.parametrize("entry,body,needle", [
     ("main.py::run", "def run(x, y, z):\n    pass\n", "Destination-passing style callable: expected 4 positional "
                                                      "parameters .3 inputs . 1 outputs., but 'run' takes 3 required"),

@@ -181,8 +181,8 @@ def test_a_python_solution_is_not_refused_for_the_device():
 
 
 def test_a_missing_module_names_its_pip_package_where_the_names_differ(monkeypatch):
-    import harness.build.precheck as precheck
-    monkeypatch.setattr(precheck, "importable", lambda top: top not in {"flashinfer", "fla", "cutlass_magic"})
+    import harness.build.imports as imports
+    monkeypatch.setattr(imports, "importable", lambda top: top not in {"flashinfer", "fla", "cutlass_magic"})
     body = "import flashinfer\nimport fla\nimport cutlass_magic\n\ndef run(x, y, alpha, z):\n    pass\n"
     problem = static_problem(Solution.from_json(toy_solution("m", body), "m"), TOY)
     assert problem.startswith("imports flashinfer (pip package flashinfer-python, or pip install '.[gpu]'), fla "

@@ -80,3 +80,18 @@ def _module_paths(node, path):
         folder = []
     base = "/".join(folder + (node.module.split(".") if node.module else []))
     return [p.strip("/") for p in [base, *(f"{base}/{a.name}" for a in node.names)] if p.strip("/")]
+
+
+# modules whose pip package has another name, among those the built-in solutions import
+PIP_NAMES = {"flashinfer": "flashinfer-python, or pip install '.[gpu]'", "fla": "flash-linear-attention"}
+
+
+def missing_modules(solution):
+    """Top-level modules that the python sources the build imports (imported_sources) import unconditionally
+    and that cannot be found here; the solution's own modules are skipped."""
+    own, missing = own_modules(solution), []
+    for _, tree in imported_sources(solution):
+        for top, _ in top_level_imports(tree):
+            if top not in own and top not in missing and not importable(top):
+                missing.append(top)
+    return missing

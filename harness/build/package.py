@@ -15,7 +15,7 @@ from pathlib import Path
 
 from harness import REPO
 from harness.build.builders import return_annotation_problem
-from harness.build.imports import check_own_imports
+from harness.build.imports import check_own_imports, missing_modules
 from harness.data.dataset import Dataset
 from harness.data.jsonio import DataError, write_json_atomic
 from harness.data.starter_kit import is_starter_kit, load_starter_kit
@@ -227,7 +227,8 @@ def definition_of(dataset, solution, cfg_path):
 def package(submission=REPO / "submission", out=Path("results/package"), dataset=None):
     """Validate `submission` (one starter-kit folder, or a folder of them), then write
     <out>/<definition>/solution.json for each; nothing is written anywhere else. Returns (path, solution, notes)
-    per kit: where its entry's signature was left to the build (validate), then kit_packer_differences."""
+    per kit: where its entry's signature was left to the build (validate), the modules it imports that are not
+    installed here, then kit_packer_differences."""
     dataset = dataset or Dataset()
     submission = Path(submission)
     if not submission.is_dir():
@@ -247,7 +248,12 @@ def package(submission=REPO / "submission", out=Path("results/package"), dataset
                                                     f"{packed[sol.definition][0]}; one kit per definition per run",
                             "move one of the two folders out of the submission folder")
         unchecked = validate(sol, definition, folder / "solution" / sol.spec.language)
-        packed[sol.definition] = (folder, sol, [unchecked] if unchecked else [])
+        notes = [unchecked] if unchecked else []
+        missing = missing_modules(sol)
+        if missing:   # packed all the same: the evaluator's machine may have them
+            notes.append(f"imports {', '.join(missing)}, which cannot be imported here: the evaluator's machine "
+                         "must have them (an eval here gives COMPILE_ERROR)")
+        packed[sol.definition] = (folder, sol, notes)
     written = []
     for _, sol, notes in packed.values():
         path = Path(out) / sol.definition / "solution.json"

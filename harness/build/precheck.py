@@ -5,24 +5,9 @@ for every pair at once instead of starting a child per pair to find the same thi
 import ast
 
 from harness.build.builders import CUDA_SUFFIXES
-from harness.build.imports import importable, imported_sources, own_modules, top_level_imports
+from harness.build.imports import PIP_NAMES, missing_modules
 from harness.build.package import module_bindings, validate
 from harness.data.jsonio import DataError
-
-
-# modules whose pip package has another name, among those the built-in solutions import
-PIP_NAMES = {"flashinfer": "flashinfer-python, or pip install '.[gpu]'", "fla": "flash-linear-attention"}
-
-
-def missing_modules(solution):
-    """Top-level modules that the python sources the build imports (imports.imported_sources) import unconditionally
-    and that cannot be found here; the solution's own modules are skipped."""
-    own, missing = own_modules(solution), []
-    for _, tree in imported_sources(solution):
-        for top, _ in top_level_imports(tree):
-            if top not in own and top not in missing and not importable(top):
-                missing.append(top)
-    return missing
 
 
 def needs_cuda(solution):
