@@ -38,7 +38,7 @@ def public_solutions(cache_dir, definition, entries=None, device_capability=ANY_
                 continue
         path = cache_path(cache_dir, entry)
         if not path.is_file():
-            left_out.append((entry, f"not fetched: no {path} (run gdn-harness public fetch)"))
+            left_out.append((entry, f"not fetched: no {path} (run gdn-harness public fetch; offline: --from DIR)"))
             continue
         try:
             solutions.append(load_cached(path, entry))
