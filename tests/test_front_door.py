@@ -108,6 +108,14 @@ def test_a_passed_pairs_warnings_are_shown_once_per_kind(toy, capsys):
     assert "toy_axpy: 3 pairs evaluated;" in out
 
 
+def test_a_timeout_names_the_option_that_sets_it(toy, capsys):
+    _, write, run = toy
+    sleeper = write("sleeper", "import time\ndef run(x, y, alpha, z):\n    time.sleep(30)\n")
+    assert run("--solution", str(sleeper), "--workloads", "0", "--timeout", "2") == 1
+    out = capsys.readouterr().out
+    assert "TIMEOUT: sleeper on" in out and "(the pair's --timeout; give it more with --timeout SECONDS)" in out
+
+
 def test_a_runtime_error_shows_the_end_of_its_traceback(toy, capsys):
     _, write, run = toy
     assert run("--solution", str(write("raises", "def run(x, y, alpha, z):\n    raise KeyError('the-key')\n"))) == 1

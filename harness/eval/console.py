@@ -76,6 +76,8 @@ def print_failures(results, limit=20):
         print(f"  {ev.status.value}: {r.solution.name} on {r.workload.uuid[:8]}{kept}")
         for line in failure_reason(ev.log):
             print(f"      {in_source_terms(line)[:300]}")
+        if ev.status.value == "TIMEOUT":   # the official message names no option
+            print("      (the pair's --timeout; give it more with --timeout SECONDS)")
         print(f"      trace: {r.trace_file}")
     if len(bad) > limit:
         print(f"  ... and {len(bad) - limit} more not PASSED (their traces say why)")
