@@ -226,7 +226,7 @@ def add_run_options(p, definition_help=None, out_help="output folder (traces/, h
 def _solution_option(p, required=True):
     p.add_argument("--solution", action="append", required=required, metavar="SOL",
                    help="a solution .json, a starter-kit folder, a dataset root, or a built-in name: reference, "
-                        "ours (submission/), baseline (FlashInfer), fla, gdn-harness (our extras) (repeatable)")
+                        "ours (submission/), baseline (FlashInfer), fla, ablation (our prefill ablation) (repeatable)")
 
 
 def build_parser():

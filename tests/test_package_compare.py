@@ -194,10 +194,13 @@ def test_the_ablation_is_our_prefill_submission_with_the_recurrent_entry_point()
     from harness.data.resolve import ABLATION, resolve
     ds = Dataset()
     prefill = ds.definition(ABLATION["definition"])
-    (ours,), (ablation,) = resolve("ours", prefill, ds), resolve("gdn-harness", prefill, ds)
+    (ours,), (ablation,) = resolve("ours", prefill, ds), resolve("ablation", prefill, ds)
     assert ablation.name == ABLATION["name"] and ablation.spec.entry_point == "kernel.py::kernel_recurrent"
     assert ablation.sources == ours.sources and ablation.author == "gdn-harness"
-    assert resolve("gdn-harness", ds.definition("gdn_decode_qk4_v8_d128_k_last"), ds) == []
+    assert resolve("ablation", ds.definition("gdn_decode_qk4_v8_d128_k_last"), ds) == []
+    # our author names both ours and the ablation: refused, with the two names to use
+    with pytest.raises(DataError, match="name ours .* or ablation"):
+        resolve("gdn-harness", prefill, ds)
 
 
 def test_solution_runs_groups_overlapping_spans_of_one_commit():

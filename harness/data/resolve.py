@@ -1,6 +1,6 @@
 """Resolve what a user names as a solution: a JSON file, a starter-kit folder, a dataset root, or a
-built-in name: reference (the definition's own code), ours (submission/<definition>/), gdn-harness (our
-extra solutions, made from submission/), or an author in the dataset: baseline (the FlashInfer baselines),
+built-in name: reference (the definition's own code), ours (submission/<definition>/), ablation (our
+prefill ablation, made from submission/), or an author in the dataset: baseline (the FlashInfer baselines),
 fla (the FLA peers), ..."""
 from pathlib import Path
 
@@ -11,7 +11,7 @@ from harness.data.starter_kit import is_starter_kit, load_starter_kit
 
 SUBMISSION = REPO / "submission"
 OUR_AUTHOR = "gdn-harness"
-BUILTIN = ("reference", "ours", OUR_AUTHOR)
+ABLATION_NAME = "ablation"   # the built-in name of our_extras; not OUR_AUTHOR, which `ours` shares
 
 # Our prefill submission with its token-by-token recurrent entry point: the chunked-vs-scalar experiment (same
 # launch path, gating, I/O and dispatch). Made from submission/ whenever it is named, so it cannot go stale.
@@ -42,6 +42,9 @@ def our_extras(definition, submission=SUBMISSION):
 
 def _from_path(arg):
     path = Path(arg)
+    if arg == OUR_AUTHOR and not path.exists():
+        raise DataError(arg, "is the author of our submission and of its prefill ablation",
+                        "name ours (the submission) or ablation (gdn-harness-prefill-recurrent)")
     if not path.exists():
         raise DataError(arg, "no such solution file or folder, and no author of that name in the dataset",
                         "give a solution .json, a starter-kit folder, a dataset root, reference, ours, or an "
@@ -80,7 +83,7 @@ def definitions_of(args, dataset):
     for arg in args:
         if arg in ("reference", "ours"):
             names |= set(dataset.definitions)
-        elif arg == OUR_AUTHOR:
+        elif arg == ABLATION_NAME:
             names.add(ABLATION["definition"])
         elif _is_author(arg, dataset):
             names |= {s.definition for s in dataset.solutions() if s.author == arg}
@@ -100,7 +103,7 @@ def resolve(arg, definition, dataset, strict=True):
         return [reference_solution(definition)]
     if arg == "ours":
         return [load_starter_kit(SUBMISSION / definition.name)]
-    if arg == OUR_AUTHOR:
+    if arg == ABLATION_NAME:
         return our_extras(definition)
     if _is_author(arg, dataset):
         return [s for s in dataset.solutions(definition.name) if s.author == arg]
