@@ -498,11 +498,12 @@ def cmd_compare(args):
     dataset, plans = _planned(args)
     bases = _compare_bases(plans, args.base)   # refused before any pair runs
     out, results = _evaluate(args, dataset, plans)
+    on_cpu = not device_of(args).startswith("cuda")
     for definition, workloads, solutions in plans:
         # this command's pairs only: the folder may hold other solutions and workloads from earlier runs
         pairs = ({s.name for s in solutions}, {w.uuid for w in workloads})
         cmp_dir, summary, buckets = write_comparison(out, definition, bases[definition.name], pairs=pairs)
-        if not device_of(args).startswith("cuda"):
+        if on_cpu:
             print("CPU wall clock (Triton through its interpreter, 0 warmup by default): these latencies and ratios "
                   "say nothing about the solutions' speed on a GPU")
         print(summary.to_string(index=False))
