@@ -1,7 +1,7 @@
 """`gdn-harness tune` (a GPU): our launch tables derived again on the GPU at hand. Every candidate config is checked
 against the reference on a workload and timed there with the official timer (cold L2, the definition's
 warmup/iterations/trials), in rounds whose order rotates so drift hits every candidate alike.
-- Decode: per batch size (its first workload), the 12 configs of the tuned parameters; the fastest per batch size,
+- Decode: per batch size (its first workload), the 24 configs of the tuned parameters; the fastest per batch size,
   merged where neighbours agree. A device copy of the state is timed beside them: the bytes the kernel must move.
 - Prefill: every workload, the configs of the shipped table's rows; each row (its T and N bounds kept: the kernel
   knows no more on the host) takes the config with the lowest mean over the workloads it covers, among those
@@ -50,9 +50,10 @@ def load_package(folder, entry):
 
 
 def candidates(lt):
-    """Every config of the decode kernel's tuned parameters: rows per CTA, load hint, block order."""
-    return [lt.DecodeConfig(BV=bv, load_evict=ev, vb_fast=vf)
-            for bv in (4, 8, 16) for ev in ("evict_first", "") for vf in (False, True)]
+    """Every config of the decode kernel's tuned parameters: rows per CTA, warps, load hint, block order. One warp won
+    every row on the H200; 4 warps are searched because a 4-warp public entry led at B = 16 on an H100."""
+    return [lt.DecodeConfig(BV=bv, num_warps=w, load_evict=ev, vb_fast=vf)
+            for bv in (4, 8, 16) for w in (1, 4) for ev in ("evict_first", "") for vf in (False, True)]
 
 
 def _official_ms(fn, args, timing, device):
