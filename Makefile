@@ -27,7 +27,7 @@ help:
 	@echo "make compare   SOLS='ours baseline my-kit' [BASE=name] [DEF=..] [WORKLOADS=..] [OUT=dir]: one interleaved run"
 	@echo "make bench     on a GPU: the harness benchmark (ours + baseline, fresh folder, wall time)"
 	@echo "make public    on a GPU: fetch the public entries (FROM=dir of packed JSONs offline), run them beside ours"
-	@echo "make package   submission/ -> results/package/<definition>/solution.json"
+	@echo "make package   [SOLS=kit or folder of kits] (default submission/) -> results/package/<definition>/solution.json"
 	@echo "make tune      on a GPU: our launch tables again for this GPU -> the submission's tuned_tables.json"
 	@echo "make test-gpu  GPU-marked tests (on a CUDA host)"
 
@@ -73,11 +73,20 @@ public:
 	  (on a CPU: gdn-harness public fetch$(,) public list$(,) and eval --solution <a fetched JSON> --device cpu)) \
 	  && { $$py -m harness public fetch $(if $(FROM),--from $(FROM)); $$py -m harness public run $(RUN_ARGS); }
 
+# package and tune take one folder (SOLS: a kit, or a folder of kits; default submission/); a variable they have no
+# use for is refused rather than dropped
+ONE_FOLDER = $(if $(word 2,$(SOLS)),echo "make $(1): SOLS names one folder (a kit, or a folder of kits)" >&2; exit 2;) \
+  $(if $(strip $(2)),echo "make $(1) takes no $(strip $(2)) (it takes SOLS$(,) $(3)ARGS)" >&2; exit 2;)
+
 package:
-	@$(CPU_PY); $$py -m harness package $(if $(OUT),--out $(OUT))
+	@$(call ONE_FOLDER,package,$(if $(DEF),DEF) $(if $(WORKLOADS),WORKLOADS) $(if $(DEVICE),DEVICE) $(if $(BASE),BASE),OUT$(,) ) \
+	  $(CPU_PY); $$py -m harness package $(if $(SOLS),--submission $(SOLS)) $(if $(OUT),--out $(OUT)) $(ARGS)
 
 tune:
-	@$(call NEED_GPU,make tune times our kernels on a CUDA GPU and this host has none); $(GPU_PY); $$py -m harness tune
+	@$(call ONE_FOLDER,tune,$(if $(WORKLOADS),WORKLOADS) $(if $(OUT),OUT) $(if $(BASE),BASE),DEF$(,) DEVICE$(,) ) \
+	  $(call NEED_GPU,make tune times our kernels on a CUDA GPU and this host has none); $(GPU_PY); \
+	  $$py -m harness tune $(if $(SOLS),--submission $(SOLS)) $(foreach d,$(DEF),--definition $(d)) \
+	  $(if $(DEVICE),--device $(DEVICE)) $(ARGS)
 
 clean-cache:
 	rm -rf .cache workloads/blob

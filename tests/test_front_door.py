@@ -425,3 +425,25 @@ def test_a_definition_trace_or_config_named_as_a_solution_says_what_it_is(tmp_pa
     assert f"is a starter kit's config.toml (fix: name the kit's folder: --solution {kit})" in capsys.readouterr().err
     assert main(["package", "--submission", str(kit / "config.toml"), "--out", str(tmp_path / "p")]) == 2
     assert f"config.toml: not a folder (fix: give the kit's folder: --submission {kit})" in capsys.readouterr().err
+
+
+def test_make_package_and_tune_take_the_kit_named_and_refuse_variables_they_do_not_use(tmp_path):
+    """`make package SOLS=my_kit` packed submission/ (our kernels) without a word: package and tune read no SOLS, DEF
+    or ARGS. Now SOLS names the folder, ARGS passes through, and a variable they have no use for stops them."""
+    import shutil
+    import subprocess
+
+    shutil.copy(REPO / "Makefile", tmp_path / "Makefile")
+
+    def make(*args):
+        return subprocess.run(["make", *args], cwd=tmp_path, capture_output=True, text=True)
+
+    dry = make("-n", "package", "SOLS=my_kit", "OUT=o", "ARGS=--dataset d")
+    assert "harness package --submission my_kit --out o --dataset d" in dry.stdout, dry.stdout
+    dry = make("-n", "tune", "SOLS=my_kit", "DEF=gdn_decode_qk4_v8_d128_k_last")
+    assert "harness tune --submission my_kit --definition gdn_decode_qk4_v8_d128_k_last" in dry.stdout, dry.stdout
+    for args, says in [(["package", "DEF=x"], "make package takes no DEF"),
+                       (["package", "SOLS=a b"], "SOLS names one folder"),
+                       (["tune", "WORKLOADS=0-3"], "make tune takes no WORKLOADS")]:
+        run = make(*args)
+        assert run.returncode == 2 and says in run.stderr, run.stderr
