@@ -156,6 +156,27 @@ def test_compare_reports_its_own_pairs_in_a_folder_holding_earlier_runs(tmp_path
     assert [line.split()[0] for line in summary.strip().splitlines()[1:]] == ["a", "c"]   # the second command's
 
 
+def test_a_one_workload_compare_is_one_run_and_two_compares_are_two(tmp_path, capsys):
+    """With one workload each solution has one trace, so no two trace spans overlap: the report said the solutions came
+    from 2 runs. The run each pair's extras line names tells it."""
+    root = make_toy_root(tmp_path / "toy")
+    paths = {}
+    for name in ("a", "b", "c"):
+        paths[name] = tmp_path / f"{name}.json"
+        paths[name].write_text(json.dumps(toy_solution(name, "def run(x, y, alpha, z):\n    z.copy_(x + alpha * y)\n")))
+    common = ["compare", "--dataset", str(root), "--definition", "toy_axpy", "--device", "cpu", "--quiet",
+              "--iterations", "1", "--warmup", "0", "--workloads", "0"]
+    assert main([*common, "--out", str(tmp_path / "one"), "--solution", str(paths["a"]),
+                 "--solution", str(paths["b"])]) == 0
+    assert "All solutions ran in one run" in (tmp_path / "one" / "compare" / "toy_axpy.md").read_text()
+    assert main([*common, "--out", str(tmp_path / "two"), "--solution", str(paths["a"]).replace("a.json", "c.json"),
+                 "--solution", str(paths["b"])]) == 0
+    assert main(["report", str(tmp_path / "one"), str(tmp_path / "two"), "--dataset", str(root), "--definition",
+                 "toy_axpy", "--out", str(tmp_path / "rep"), "--base", "a"]) == 0
+    text = (tmp_path / "rep" / "compare" / "toy_axpy.md").read_text()
+    assert "come from 2 runs" in text, text
+
+
 @pytest.mark.parametrize("extra, needle", [([], "name at least two solutions"),
                                             (["--solution", "SECOND", "--base", "nope"], "'nope' is not one of")])
 def test_compare_refuses_before_any_pair_runs(tmp_path, capsys, extra, needle):

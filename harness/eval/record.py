@@ -1,6 +1,7 @@
 """One pair's result, written by the process that drives the run as soon as it arrives (wherever the pair ran:
 this host's children or a Ray actor): the official trace in traces/ and the extras line in harness/."""
 import sys
+from datetime import datetime
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -65,6 +66,8 @@ class Recorder:
     def __init__(self, definition, opts, ref_timing_label, bar, results):
         self.definition, self.opts, self.label = definition, opts, ref_timing_label
         self.bar, self.results = bar, results
+        # names this run in every extras line: which solutions ran interleaved (report/compare.solution_runs)
+        self.run = datetime.now().isoformat(timespec="microseconds")
 
     def skipped(self, workload, solution, kept):
         """A pair a resumed run keeps: `kept`, its trace from an earlier run, stands for it."""
@@ -76,7 +79,7 @@ class Recorder:
         """A pair given up on: no trace (nothing was measured), an extras line with the reason."""
         append_jsonl(extras_path(Path(self.opts.out_dir), self.definition.name), {
             "solution": solution.name, "author": solution.author, "workload": workload.uuid,
-            "solution_digest": solution_digest(solution), "status": NOT_RUN, "reason": why})
+            "solution_digest": solution_digest(solution), "status": NOT_RUN, "reason": why, "run": self.run})
         self.results.append(PairResult(workload, solution, None, skipped=True, not_run=why))
         self.bar.update(1)
 
@@ -111,7 +114,7 @@ class Recorder:
             "reference_s": round(prep.reference_s, 3), "child_phases": outcome.get("phases", {}),
             "parallel_prepare_s": (round(prep.parallel_prepare_s, 3) if prep.parallel_prepare_s is not None
                                    else None),
-            **({"ran_on": ran.ran_on} if ran.ran_on else {})})
+            "run": self.run, **({"ran_on": ran.ran_on} if ran.ran_on else {})})
         timing = pair.job.timing
         cost = PairCost(ran.wall_s, outcome.get("phases", {}), outcome.get("latency_ms"),
                         calls_per_pair(timing, timing.trials))

@@ -91,21 +91,25 @@ def _counted(buckets, solutions, base):
 
 
 def solution_runs(df):
-    """Per solution: harness commits, first/last trace time, and a run number: solutions whose trace spans
-    overlap (with the same commits) ran in one run, interleaved per workload."""
+    """Per solution: harness commits, first/last trace time, and a run number. Solutions share a number when the
+    same runs evaluated them (the run each pair's extras line names); traces from before runs were named fall back
+    on their times: solutions whose trace spans overlap (with the same commits) ran in one run."""
+    named = "run" in df and df.run.notna().all()
     rows = []
     for sol, g in df.groupby("solution", sort=True):
         commits = sorted({json.loads(x).get("harness", "?") for x in g.libs})
         rows.append({"solution": sol, "harness": ", ".join(commits), "first_trace": str(g.timestamp.min()),
-                     "last_trace": str(g.timestamp.max())})
+                     "last_trace": str(g.timestamp.max()), "key": tuple(sorted(set(g.run))) if named else None})
     runs = pd.DataFrame(rows).sort_values("first_trace", kind="stable").reset_index(drop=True)
-    run, end, commit, ids = 0, "", None, []
+    run, end, commit, ids, numbers = 0, "", None, [], {}
     for r in runs.itertuples():
-        if r.first_trace > end or r.harness != commit:
+        if named:
+            run = numbers.setdefault(r.key, len(numbers) + 1)
+        elif r.first_trace > end or r.harness != commit:
             run, commit = run + 1, r.harness
         end = max(end, r.last_trace)
         ids.append(run)
-    return runs.assign(run=ids)
+    return runs.drop(columns="key").assign(run=ids)
 
 
 def selected(df, pairs):

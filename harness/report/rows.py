@@ -56,7 +56,7 @@ def load_rows(out_dirs, definitions):
                     "event_us": e["event_ms"] * 1e3 if e.get("event_ms") is not None else math.nan,
                     "max_abs_error": c.max_absolute_error if c else math.nan,
                     "max_rel_error": c.max_relative_error if c else math.nan,
-                    "timer": e.get("timer") or ev.environment.libs.get("timer", "?"),
+                    "timer": e.get("timer") or ev.environment.libs.get("timer", "?"), "run": e.get("run"),
                     "reference_timing": ref_timing,
                     "inputs": ev.environment.libs.get("inputs", "?"),
                     "hardware": ev.environment.hardware, "timestamp": ev.timestamp,
