@@ -118,3 +118,17 @@ def test_a_damaged_trace_line_is_an_error_naming_it(toy, capsys, damage, expecte
     assert run("--solution", sol) == 2
     err = capsys.readouterr().err
     assert f"error: {path}:2: {expected}" in err and "fix or delete" in err
+
+
+def test_a_timer_option_that_has_no_effect_on_the_cpu_keeps_the_traces(toy, capsys):
+    """--timer cupti on the CPU is warned as having no effect, yet it went into the traces' settings, so the rerun
+    moved every trace to stale/ and the trace said timer=cupti beside a wall-clock libs timer."""
+    tmp, write, run = toy
+    sol = write("good", GOOD)
+    assert run("--solution", sol) == 0
+    first = _traces(tmp)
+    capsys.readouterr()
+    assert run("--solution", sol, "--timer", "cupti") == 0
+    out = capsys.readouterr().out
+    assert "with other settings" not in out and _traces(tmp) == first
+    assert "timer=auto" in first[0]["evaluation"]["environment"]["libs"]["eval_settings"]

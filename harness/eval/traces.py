@@ -26,10 +26,12 @@ def solution_digest(solution):
 def eval_settings(opts, timing):
     """The settings of a run that can change a trace's verdict or latency, as the readable string a trace keeps in
     environment.libs['eval_settings']: tolerances, timeout, timing (warmup/iterations/trials), timer, seed,
-    isolation and --strict."""
+    isolation and --strict. Off a GPU --timer has no effect (wall clock), so it is kept as the default there: a
+    rerun with another --timer keeps the traces."""
     t = opts.tolerance
+    timer = opts.timer if str(opts.device).startswith("cuda") else "auto"
     return (f"atol={t.atol:g} rtol={t.rtol:g} matched_ratio={t.required_matched_ratio:g} timeout={opts.timeout:g}s "
-            f"timing={timing.warmup}/{timing.iters}/{timing.trials} timer={opts.timer} seed={opts.seed} "
+            f"timing={timing.warmup}/{timing.iters}/{timing.trials} timer={timer} seed={opts.seed} "
             f"isolation={opts.isolation} strict={int(opts.strict)}")
 
 
