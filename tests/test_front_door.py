@@ -425,6 +425,15 @@ def test_a_definition_trace_or_config_named_as_a_solution_says_what_it_is(tmp_pa
     assert f"is a starter kit's config.toml (fix: name the kit's folder: --solution {kit})" in capsys.readouterr().err
     assert main(["package", "--submission", str(kit / "config.toml"), "--out", str(tmp_path / "p")]) == 2
     assert f"config.toml: not a folder (fix: give the kit's folder: --submission {kit})" in capsys.readouterr().err
+    # a source file of a kit said "invalid JSON"; an output folder, "missing required field 'name'" of a report's JSON
+    source = kit / "solution" / "python" / "main.py"
+    assert main(["eval", "--solution", str(source), "--device", "cpu", "--out", str(tmp_path / "o")]) == 2
+    assert f"is a source file of the starter kit {kit} (fix: name the kit's folder" in capsys.readouterr().err
+    (tmp_path / "run" / "traces").mkdir(parents=True)
+    (tmp_path / "run" / "report").mkdir()
+    (tmp_path / "run" / "report" / "summary.json").write_text("{}")
+    assert main(["eval", "--solution", str(tmp_path / "run"), "--device", "cpu", "--out", str(tmp_path / "o")]) == 2
+    assert "is a run's output folder (it holds traces/), not a solution" in capsys.readouterr().err
 
 
 def test_make_package_and_tune_take_the_kit_named_and_refuse_variables_they_do_not_use(tmp_path):

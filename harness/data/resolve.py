@@ -51,8 +51,17 @@ def _from_path(arg):
                         "author (baseline, fla, ...)")
     if path.is_file() and path.name == "config.toml" and is_starter_kit(path.parent):
         raise DataError(arg, "is a starter kit's config.toml", f"name the kit's folder: --solution {path.parent}")
+    if path.is_file() and path.suffix != ".json":
+        kit = next((p for p in path.parents if is_starter_kit(p)), None)
+        raise DataError(arg, f"is a source file of the starter kit {kit}" if kit else
+                        "is not a solution JSON (.json)",
+                        f"name the kit's folder: --solution {kit}" if kit else
+                        "name a starter-kit folder (config.toml beside solution/<language>/) or a solution .json")
     if path.is_file():
         return [Solution.load(path)]
+    if path.is_dir() and (path / "traces").is_dir() and not is_starter_kit(path):
+        raise DataError(arg, "is a run's output folder (it holds traces/), not a solution",
+                        f"name the solutions themselves; to table its traces: gdn-harness report {arg}")
     if is_starter_kit(path):
         return [load_starter_kit(path)]
     if (path / "solutions").is_dir():
