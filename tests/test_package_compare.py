@@ -57,7 +57,7 @@ def test_package_notes_a_module_not_installed_here_and_packs_all_the_same(tmp_pa
 @pytest.mark.parametrize("entry,body,needle", [
     ("main.py::run", "def run(x, y, z):\n    pass\n", "Destination-passing style callable: expected 4 positional "
                                                      "parameters .3 inputs . 1 outputs., but 'run' takes 3 required"),
-    ("main.py::nope", "def run(x, y, alpha, z):\n    pass\n", "'nope' is not defined at the top level"),
+    ("main.py::nope", "def run(x, y, alpha, z):\n    pass\n", "'nope' is not defined in main.py \\(it defines: run\\)"),
     ("other.py::run", "def run(x, y, alpha, z):\n    pass\n", "entry point file 'other.py' is not among"),
     ("main.py::run", "def run(x, y, alpha, z)\n    pass\n", "syntax error"),
 ])

@@ -108,6 +108,12 @@ def keeps_signature(decorator, tree, bindings):
             and isinstance(args[0], ast.Constant) and isinstance(args[0].value, bool))
 
 
+def missing_entry(symbol, entry_file, bindings):
+    """What to say of an entry point its module does not bind: the functions it defines instead."""
+    defs = sorted(n for n, nodes in bindings.items() if any(isinstance(v, ast.FunctionDef) for v in nodes))
+    return f"entry point '{symbol}' is not defined in {entry_file} (it defines: {', '.join(defs) or 'no function'})"
+
+
 def entry_def(source, symbol, where):
     """(the module's AST, the def of `symbol` whose signature the built entry point has, or None, and why it is None:
     a phrase for the user). FIB checks inspect.signature of the object the import leaves bound to the name; the
@@ -124,7 +130,7 @@ def entry_def(source, symbol, where):
         return tree, None, ("the module can bind names its source does not show (a star import, a module "
                             "__getattr__, globals(), vars(), exec or setattr)")
     if symbol not in bindings:
-        raise DataError(where, f"entry point function '{symbol}' is not defined at the top level")
+        raise DataError(where, missing_entry(symbol, where.rsplit("/", 1)[-1], bindings))
     (node, *again) = bindings[symbol]
     if again:
         return tree, None, f"'{symbol}' is bound {len(again) + 1} times at module level"

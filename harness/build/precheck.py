@@ -6,7 +6,7 @@ import ast
 
 from harness.build.builders import CUDA_SUFFIXES
 from harness.build.imports import PIP_NAMES, missing_modules
-from harness.build.package import module_bindings, validate
+from harness.build.package import missing_entry, module_bindings, validate
 from harness.data.jsonio import DataError
 
 
@@ -41,9 +41,7 @@ def static_problem(solution, definition, device=None):
         return f"{solution.spec.entry_file}:{exc.lineno}: syntax error: {exc.msg}"
     symbol = solution.spec.entry_symbol
     if bound is not None and symbol not in bound:
-        defs = sorted(n for n, nodes in bound.items() if any(isinstance(v, ast.FunctionDef) for v in nodes))
-        return (f"entry point '{symbol}' is not defined in {solution.spec.entry_file} "
-                f"(it defines: {', '.join(defs) or 'no function'})")
+        return missing_entry(symbol, solution.spec.entry_file, bound)
     try:
         validate(solution, definition, solution.name)
     except DataError as exc:
