@@ -351,16 +351,26 @@ def device_of(args):
 
 def workloads_per_definition(dataset, definitions, selector):
     """{definition name: the workloads `selector` picks of it}: indices and ranges pick from each definition, a
-    uuid prefix from the one whose workload it names; a definition it leaves none of is left out, and said."""
+    uuid prefix from the one whose workload it names; a definition it leaves none of is left out, and said. So is
+    one whose selection is refused (an index past its last workload) where another definition's is not."""
     every = {d.name: dataset.workloads(d) for d in definitions}
-    picked = {}
+    picked, refused = {}, {}
     for name, workloads in every.items():
         others = [w for other, ws in every.items() if other != name for w in ws]
-        chosen = select_workloads(workloads, selector, elsewhere=others)
+        try:
+            chosen = select_workloads(workloads, selector, elsewhere=others)
+        except DataError as exc:
+            refused[name] = exc
+            continue
         if chosen:
             picked[name] = chosen
         else:
             print(f"{name}: not run: --workloads {selector} names only other definitions' workloads")
+    if refused and len(refused) == len(every):
+        first = next(iter(refused.values()))
+        raise DataError("--workloads", "; ".join(f"{e.message} on {n}" for n, e in refused.items()), first.hint)
+    for name, exc in refused.items():
+        print(f"{name}: not run: --workloads {selector}: {exc.message} there")
     return picked
 
 

@@ -225,6 +225,23 @@ def test_a_uuid_prefix_picks_from_the_definition_it_names_when_a_solution_spans_
     assert "'fedcba98' matches 0 workload uuids" in capsys.readouterr().err
 
 
+def test_an_index_only_one_definition_has_runs_that_one_and_says_so(tmp_path, capsys, no_pairs):
+    """`--workloads 60` with a solution spanning both definitions was refused ("outside 0-53": decode's 54) though
+    prefill has 100 workloads; an index neither has names both."""
+    from harness.data.dataset import Dataset
+    ds = Dataset()
+    prefill = ds.workloads(ds.definition("gdn_prefill_qk4_v8_d128_k_last"))
+    assert main(["eval", "--solution", "ours", "--device", "cpu", "--quiet", "--out", str(tmp_path / "o"),
+                 "--workloads", "60"]) == 0
+    assert no_pairs == [("gdn_prefill_qk4_v8_d128_k_last", [prefill[60].uuid])]
+    assert "gdn_decode_qk4_v8_d128_k_last: not run: --workloads 60: index '60' outside 0-53 there" in \
+        capsys.readouterr().out
+    assert main(["eval", "--solution", "ours", "--device", "cpu", "--out", str(tmp_path / "o"),
+                 "--workloads", "200"]) == 2
+    _one_error_line(capsys.readouterr().err, "outside 0-53 on gdn_decode_qk4_v8_d128_k_last",
+                    "outside 0-99 on gdn_prefill_qk4_v8_d128_k_last")
+
+
 def test_a_digit_uuid_prefix_selects_its_workload_end_to_end(tmp_path, capsys, no_pairs):
     root = make_toy_root(tmp_path / "toy")
     rows = root / "workloads" / "toy" / "toy_axpy.jsonl"
