@@ -64,7 +64,7 @@ compare:
 	@test -n "$(SOLS)" || { echo "usage: make compare SOLS='ours baseline ...' [BASE=name] [DEF=..] [OUT=dir]" >&2; exit 2; }
 	@$(if $(DEVICE),,$(call NEED_GPU,make compare times on a CUDA GPU and this host has none: add DEVICE=cpu to \
 	  run the solutions side by side on the CPU (wall clock$(,) no speedups));) $(CPU_PY); \
-	  $$py -m harness compare $(foreach s,$(SOLS),--solution $(s)) $(if $(BASE),--base $(BASE)) $(RUN_ARGS)
+	  $$py -m harness compare $(foreach s,$(SOLS),--solution $(s)) $(foreach b,$(BASE),--base $(b)) $(RUN_ARGS)
 
 # FROM: a folder of pre-packed JSONs (<definition>/<name>.json) where there is no network to clone from
 public:

@@ -240,7 +240,9 @@ def build_parser():
     p = sub.add_parser("compare", help="several solutions in one run, with ratios to a base")
     _solution_option(p)
     add_run_options(p, out_help="output folder (traces/, harness/, compare/; default: results/compare)")
-    p.add_argument("--base", help="solution name the ratios are taken to (default: the first)")
+    p.add_argument("--base", action="append", default=[], metavar="SOLUTION",
+                   help="the solution the ratios are taken to: a solution's name, or as --solution names it "
+                        "(baseline, a kit); repeatable, one per definition (default: the first --solution)")
     p.set_defaults(func=cmd_compare, default_out="results/compare", writes_out=True)
     p = sub.add_parser("full", help="what `make eval` runs: ours + the FlashInfer baseline (+ extras), every workload")
     add_run_options(p, EVERY_DEFINITION, "output folder (traces/, harness/, report/, compare/; default: "
@@ -489,24 +491,45 @@ def cmd_eval(args):
     return exit_status(results, args)
 
 
-def _compare_bases(plans, base):
-    """{definition name: the base of its comparison}; a comparison of fewer than two solutions, or a --base not
-    among them, is refused."""
-    bases = {}
+def _compare_bases(dataset, plans, bases):
+    """{definition name: the base of its comparison}: the first of `bases` that names one of its solutions (by name,
+    or as --solution names it), else its first solution, said. A comparison of fewer than two solutions, or a --base
+    that names a solution of no definition, is refused."""
+    from harness.data.resolve import resolve
+
+    def names(arg, definition):
+        try:
+            return {s.name for s in resolve(arg, definition, dataset, strict=False)}
+        except DataError:   # not a name --solution takes
+            return set()
+
+    chosen, used = {}, set()
     for definition, _, solutions in plans:
         if len(solutions) < 2:
             raise DataError("compare", f"{definition.name}: name at least two solutions (one: use eval)")
-        bases[definition.name] = base or solutions[0].name
-        if bases[definition.name] not in {s.name for s in solutions}:
-            raise DataError("--base", f"{base!r} is not one of {[s.name for s in solutions]}")
-    return bases
+        taken = [s.name for s in solutions]
+        for arg in bases:
+            hit = [n for n in taken if n == arg or n in names(arg, definition)]
+            if hit:
+                chosen[definition.name] = hit[0]
+                used.add(arg)
+                break
+        else:
+            chosen[definition.name] = taken[0]
+            if bases:
+                print(f"{definition.name}: no --base names one of its solutions {taken}: ratios to {taken[0]}")
+    unknown = [b for b in bases if b not in used]
+    if unknown:
+        every = {d.name: [s.name for s in sols] for d, _, sols in plans}
+        raise DataError("--base", f"{', '.join(map(repr, unknown))} names none of the solutions compared: {every}")
+    return chosen
 
 
 def cmd_compare(args):
     from harness.report.compare import write_comparison
 
     dataset, plans = _planned(args)
-    bases = _compare_bases(plans, args.base)   # refused before any pair runs
+    bases = _compare_bases(dataset, plans, args.base)   # refused before any pair runs
     out, results = _evaluate(args, dataset, plans)
     on_cpu = not device_of(args).startswith("cuda")
     for definition, workloads, solutions in plans:

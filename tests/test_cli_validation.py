@@ -359,3 +359,24 @@ def test_report_of_a_folder_without_traces_of_the_definitions_names_what_it_hold
     err = capsys.readouterr().err
     assert "holds no traces of gdn_decode_qk4_v8_d128_k_last, gdn_prefill_qk4_v8_d128_k_last" in err
     assert "its trace files are for gdn_mystery" in err
+
+
+def test_compare_base_takes_what_solution_takes_and_one_per_definition(capsys):
+    """`compare --solution ours --solution baseline --base flashinfer-gdn-decode` was refused (the prefill's solutions
+    have other names), and `--base baseline`, the name --solution took, too."""
+    from harness.cli import _compare_bases
+    from harness.data.dataset import Dataset
+    from harness.data.resolve import resolve
+    ds = Dataset()
+    plans = [(d, [], [s for arg in ("ours", "baseline") for s in resolve(arg, d, ds, strict=False)])
+             for d in (ds.definition("gdn_decode_qk4_v8_d128_k_last"), ds.definition("gdn_prefill_qk4_v8_d128_k_last"))]
+    decode, prefill = "gdn_decode_qk4_v8_d128_k_last", "gdn_prefill_qk4_v8_d128_k_last"
+    assert _compare_bases(ds, plans, ["baseline"]) == {decode: "flashinfer-gdn-decode",
+                                                       prefill: "flashinfer-gdn-prefill"}
+    assert _compare_bases(ds, plans, ["flashinfer-gdn-decode", "gdn-harness-prefill"]) == {
+        decode: "flashinfer-gdn-decode", prefill: "gdn-harness-prefill"}
+    assert _compare_bases(ds, plans, []) == {decode: "gdn-harness-decode", prefill: "gdn-harness-prefill"}
+    assert _compare_bases(ds, plans, ["flashinfer-gdn-decode"])[prefill] == "gdn-harness-prefill"
+    assert f"{prefill}: no --base names one of its solutions" in capsys.readouterr().out
+    with pytest.raises(DataError, match="'fla' names none of the solutions compared"):
+        _compare_bases(ds, plans, ["baseline", "fla"])

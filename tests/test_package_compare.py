@@ -178,7 +178,8 @@ def test_a_one_workload_compare_is_one_run_and_two_compares_are_two(tmp_path, ca
 
 
 @pytest.mark.parametrize("extra, needle", [([], "name at least two solutions"),
-                                            (["--solution", "SECOND", "--base", "nope"], "'nope' is not one of")])
+                                            (["--solution", "SECOND", "--base", "nope"],
+                                             "'nope' names none of the solutions compared")])
 def test_compare_refuses_before_any_pair_runs(tmp_path, capsys, extra, needle):
     """A comparison that cannot be reported (one solution, or a --base not among them) is refused before any pair
     is evaluated: nothing is written."""
