@@ -179,3 +179,28 @@ def test_pairing_finished_runs_says_which_options_it_ignores_and_what_it_needs(t
     assert "name solutions to run (--solution) or two finished runs (--harness and --fib)" in capsys.readouterr().err
     assert main(["agreement", "--run", harness, "--against", harness, "--out", str(tmp_path / "a")]) == 2
     assert "names the same folder as --run" in capsys.readouterr().err
+
+
+def test_agreement_says_when_its_runs_are_no_like_for_like_figure(tmp_path, capsys):
+    """Two CPU wall-clock runs, or runs on other GPUs or timers, gave latency ratios without a word."""
+    def run(name, hardware, timer=None):
+        traces = [_trace("w1", 1, "PASSED", 0.0100), _trace("w2", 1, "PASSED", 0.0200)]
+        for t in traces:
+            t["evaluation"]["environment"]["hardware"] = hardware
+            if timer:
+                t["evaluation"]["environment"]["libs"]["timer"] = timer
+        return _run(tmp_path / name, traces)
+    h200, h100 = run("a", "NVIDIA H200", "cupti"), run("b", "NVIDIA H100 80GB HBM3", "cupti")
+    cpu, cpu2 = (run(name, "CPU x86_64", "cpu-wall-clock (not official)") for name in ("c", "d"))
+    fib = run("f", "NVIDIA H200")
+    assert main(["agreement", "--run", h200, "--against", h100, "--definition", DEF, "--out", str(tmp_path / "o1")]) == 0
+    md = (tmp_path / "o1" / "agreement.md").read_text()
+    assert "**The runs differ in hardware (a: NVIDIA H200; b: NVIDIA H100 80GB HBM3)" in md
+    assert "warning: the runs differ in hardware" in capsys.readouterr().out
+    assert main(["agreement", "--run", cpu, "--against", cpu2, "--definition", DEF, "--out",
+                 str(tmp_path / "o2")]) == 0
+    assert "**Timed with the CPU wall clock (c, d)" in (tmp_path / "o2" / "agreement.md").read_text()
+    capsys.readouterr()
+    # FlashInfer-Bench's traces name no timer: a run beside the harness's on the same GPU is like for like
+    assert main(["agreement", "--run", h200, "--against", fib, "--definition", DEF, "--out", str(tmp_path / "o3")]) == 0
+    assert "warning" not in capsys.readouterr().out

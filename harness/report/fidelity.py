@@ -10,7 +10,8 @@ import pandas as pd
 
 from harness.report.compare import bucket_of, bucket_order
 from harness.report.markdown import md_table
-from harness.report.rows import load_all_traces, load_rows
+from harness.report.provenance import timers
+from harness.report.rows import load_all_traces, load_rows, wall_clock
 from harness.report.summary import summarize
 
 KEY = ["definition", "solution", "uuid"]
@@ -159,8 +160,29 @@ def write_agreement(out_dir, definitions, runs, names, stem, title=None):
     md += ["", "## Pairs traced in one run only", "", "Not in the figures above (`unpaired` counts them).", ""]
     md += [f"- {r.definition} {r.solution} {r.uuid}: in {r.has}, not in {r.lacks}" for r in lone.itertuples()] \
         or ["- none"]
+    cautions = run_cautions({a_name: a, b_name: b, **({f"{b_name} again": again} if again is not None else {})})
+    for caution in cautions:
+        print(f"warning: {caution}")
+    for caution in reversed(cautions):   # under the title
+        md[2:2] = [f"**{caution[:1].upper()}{caution[1:]}.**", ""]
     (out / f"{stem}.md").write_text("\n".join(md) + "\n", encoding="utf-8")
     return table, len(lone)
+
+
+def run_cautions(runs):
+    """What makes the latency ratios of these runs ({label: rows}) no like-for-like figure: a CPU wall-clock run, or
+    runs on other hardware or with other timers (traces that name no timer, as FlashInfer-Bench's, are not judged)."""
+    said = []
+    cpu = [label for label, rows in runs.items() if wall_clock(rows).any()]
+    if cpu:
+        said.append(f"timed with the CPU wall clock ({', '.join(cpu)}): these ratios say nothing about a GPU")
+    for what, values in (("hardware", lambda rows: sorted(set(rows.hardware))),
+                         ("timer", lambda rows: [t for t in timers(rows) if t != "?"])):
+        seen = {label: values(rows) for label, rows in runs.items() if values(rows)}
+        if len({tuple(v) for v in seen.values()}) > 1:
+            each = "; ".join(f"{label}: {', '.join(v)}" for label, v in seen.items())
+            said.append(f"the runs differ in {what} ({each}): the ratios carry that difference")
+    return said
 
 
 FIDELITY_NAMES = ("harness", "FlashInfer-Bench")
