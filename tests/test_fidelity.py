@@ -193,7 +193,8 @@ def test_agreement_says_when_its_runs_are_no_like_for_like_figure(tmp_path, caps
     h200, h100 = run("a", "NVIDIA H200", "cupti"), run("b", "NVIDIA H100 80GB HBM3", "cupti")
     cpu, cpu2 = (run(name, "CPU x86_64", "cpu-wall-clock (not official)") for name in ("c", "d"))
     fib = run("f", "NVIDIA H200")
-    assert main(["agreement", "--run", h200, "--against", h100, "--definition", DEF, "--out", str(tmp_path / "o1")]) == 0
+    assert main(["agreement", "--run", h200, "--against", h100, "--definition", DEF, "--out",
+                 str(tmp_path / "o1")]) == 0
     md = (tmp_path / "o1" / "agreement.md").read_text()
     assert "**The runs differ in hardware (a: NVIDIA H200; b: NVIDIA H100 80GB HBM3)" in md
     assert "warning: the runs differ in hardware" in capsys.readouterr().out
@@ -202,5 +203,6 @@ def test_agreement_says_when_its_runs_are_no_like_for_like_figure(tmp_path, caps
     assert "**Timed with the CPU wall clock (c, d)" in (tmp_path / "o2" / "agreement.md").read_text()
     capsys.readouterr()
     # FlashInfer-Bench's traces name no timer: a run beside the harness's on the same GPU is like for like
-    assert main(["agreement", "--run", h200, "--against", fib, "--definition", DEF, "--out", str(tmp_path / "o3")]) == 0
+    assert main(["agreement", "--run", h200, "--against", fib, "--definition", DEF, "--out",
+                 str(tmp_path / "o3")]) == 0
     assert "warning" not in capsys.readouterr().out
