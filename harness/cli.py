@@ -230,34 +230,36 @@ def _solution_option(p, required=True):
 
 
 def build_parser():
-    parser = argparse.ArgumentParser(prog="gdn-harness", description=__doc__,
+    parser = argparse.ArgumentParser(prog="gdn-harness", description=__doc__, usage="%(prog)s [-h] SUBCOMMAND ...",
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
-    sub = parser.add_subparsers(dest="command", required=True, metavar="SUBCOMMAND")
-    p = sub.add_parser("eval", help="evaluate solutions on workloads")
+    sub = parser.add_subparsers(dest="command", required=True, metavar="SUBCOMMAND", prog="gdn-harness",
+                                help=argparse.SUPPRESS)   # the description lists them
+    p = sub.add_parser("eval", description="evaluate solutions on workloads")
     _solution_option(p)
     add_run_options(p, out_help="output folder (traces/, harness/; default: results/local)")
     p.set_defaults(func=cmd_eval, default_out="results/local", writes_out=True)
-    p = sub.add_parser("compare", help="several solutions in one run, with ratios to a base")
+    p = sub.add_parser("compare", description="several solutions in one run, with ratios to a base")
     _solution_option(p)
     add_run_options(p, out_help="output folder (traces/, harness/, compare/; default: results/compare)")
     p.add_argument("--base", action="append", default=[], metavar="SOLUTION",
                    help="the solution the ratios are taken to: a solution's name, or as --solution names it "
                         "(baseline, a kit); repeatable, one per definition (default: the first --solution)")
     p.set_defaults(func=cmd_compare, default_out="results/compare", writes_out=True)
-    p = sub.add_parser("full", help="what `make eval` runs: ours + the FlashInfer baseline (+ extras), every workload")
+    p = sub.add_parser("full", description="what `make eval` runs: ours + the FlashInfer baseline (+ extras), "
+                                           "every workload")
     add_run_options(p, EVERY_DEFINITION, "output folder (traces/, harness/, report/, compare/; default: "
                                          "results/<gpu>/)", gpu_only=True)
     p.add_argument("--peers", action="store_true", help="also the other authors' solutions in the dataset (FLA)")
     p.add_argument("--no-extras", action="store_true", help="only ours and the baseline (not the prefill ablation)")
     p.add_argument("--no-report", action="store_true", help="write no report/ and compare/")
     p.set_defaults(func=cmd_full, default_out=None, writes_out=True)
-    p = sub.add_parser("bench", help="the harness benchmark: ours + baseline in a fresh folder, wall time")
+    p = sub.add_parser("bench", description="the harness benchmark: ours + baseline in a fresh folder, wall time")
     _selection_options(p, EVERY_DEFINITION, "a fresh (missing or empty) folder (default: .cache/bench/<gpu>/, "
                                             "emptied first)")
     p.add_argument("--timer", choices=["auto", "cupti", "events"], default="auto", help="as for eval")
     p.add_argument("--prepare-jobs", type=positive_int, default=None, metavar="N", help="as for eval")
     p.set_defaults(func=cmd_bench, default_out=None, writes_out=True)
-    p = sub.add_parser("report", help="merge the traces of one or more output folders into one report")
+    p = sub.add_parser("report", description="merge the traces of one or more output folders into one report")
     p.add_argument("runs", nargs="+", metavar="DIR", help="output folders of earlier runs (each holds traces/)")
     p.add_argument("--definition", action="append", metavar="NAME",
                    help="definition to report (repeatable; default: every definition with traces)")
@@ -269,8 +271,9 @@ def build_parser():
                    help="also write compare/<definition>.md with ratios to this solution (repeatable; it must "
                         "have traces in the runs)")
     p.set_defaults(func=cmd_report, writes_out=True)
-    p = sub.add_parser("fidelity", help="the harness against FlashInfer-Bench's own benchmark on the same solutions: "
-                                        "run both (--solution, a GPU) or pair two finished runs (--harness, --fib)")
+    p = sub.add_parser("fidelity", description="the harness against FlashInfer-Bench's own benchmark on the same "
+                                               "solutions: run both (--solution, a GPU) or pair two finished runs "
+                                               "(--harness, --fib)")
     _solution_option(p, required=False)
     add_run_options(p)
     p.add_argument("--fib-src", default=None, metavar="DIR",
@@ -290,8 +293,9 @@ def build_parser():
     p.add_argument("--fib-again", default=None, metavar="DIR",
                    help="a second FlashInfer-Bench run of the same pairs: its ratios to the first are the noise floor")
     p.set_defaults(func=cmd_fidelity, writes_out=True)
-    p = sub.add_parser("agreement", help="two runs of the same pairs (e.g. Ray against local): verdicts, max errors, "
-                                         "latency ratios, and the second run's spread as the noise floor")
+    p = sub.add_parser("agreement", description="two runs of the same pairs (e.g. Ray against local): verdicts, "
+                                                "max errors, latency ratios, and the second run's spread as the "
+                                                "noise floor")
     p.add_argument("--run", required=True, metavar="DIR", help="the first run's output folder (holds traces/)")
     p.add_argument("--against", required=True, metavar="DIR",
                    help="the second run's output folder: ratios are --run / --against")
@@ -303,8 +307,8 @@ def build_parser():
     p.add_argument("--names", nargs=2, default=None, metavar=("A", "B"),
                    help="labels of --run and --against in the report (default: their folder names)")
     p.set_defaults(func=cmd_agreement, writes_out=True)
-    p = sub.add_parser("tune", help="our launch tables derived again on this GPU with the official timer, written "
-                                    "to the submission's tuned_tables.json (a GPU)")
+    p = sub.add_parser("tune", description="our launch tables derived again on this GPU with the official timer, "
+                                           "written to the submission's tuned_tables.json (a GPU)")
     p.add_argument("--definition", action="append", metavar="NAME",
                    help="decode or prefill definition name (repeatable; default: both)")
     p.add_argument("--submission", default=None, metavar="DIR",
@@ -313,7 +317,7 @@ def build_parser():
     p.add_argument("--device", type=device_name, default=None,
                    help="cuda (default), cuda:N, or cpu (interpreter; for tests, not official)")
     p.set_defaults(func=cmd_tune, timer="cupti")   # the official timer only; device_of checks it is there
-    p = sub.add_parser("package", help="submission/ -> <out>/<definition>/solution.json")
+    p = sub.add_parser("package", description="submission/ -> <out>/<definition>/solution.json")
     p.add_argument("--submission", default=None, metavar="DIR",
                    help="a starter-kit folder, or a folder of them, one per definition (default: the repo's "
                         "submission/)")

@@ -337,10 +337,16 @@ def test_definition_defaults_say_what_commands_without_solution_run(path):
     assert "the solutions are for" not in text and "every definition of the dataset" in text
 
 
-def test_the_top_level_help_lists_every_public_action():
-    action = next(a for a in build_parser()._actions if a.dest == "command")
-    line = next(a.help for a in action._choices_actions if a.dest == "public")
-    assert all(word in line for word in ("fetch", "list", "run", "report"))
+def test_the_top_level_help_lists_every_subcommand_once_and_every_public_action():
+    """It listed the subcommands twice, in two wordings (the description's list and argparse's)."""
+    text = build_parser().format_help()
+    lines = [line.split() for line in text.splitlines() if line.startswith("  ") and line.split()]
+    names = [words[0] for words in lines]
+    for command in ("eval", "compare", "full", "bench", "report", "fidelity", "agreement", "tune", "package", "public"):
+        assert names.count(command) == 1, text
+    public = " ".join(next(words for words in lines if words[0] == "public"))
+    assert all(word in public for word in ("fetch", "list", "run", "report"))
+    assert text.startswith("usage: gdn-harness [-h] SUBCOMMAND ...")
 
 
 def test_public_fetch_from_a_file_says_it_is_not_a_folder(tmp_path, capsys):

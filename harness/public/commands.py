@@ -15,8 +15,8 @@ ENTRY_BUDGET_S = 120.0  # public run --entry-budget: a fast entry spends ~0.3 s 
 
 
 def add_public_parser(subparsers):
-    p = subparsers.add_parser("public", help="other teams' published GDN solutions: fetch them, list them, run "
-                                             "them beside ours and report the leaderboard")
+    p = subparsers.add_parser("public", description="other teams' published GDN solutions: fetch them, list them, "
+                                                    "run them beside ours and report the leaderboard")
     actions = p.add_subparsers(dest="public_action", required=True, metavar="ACTION")
     f = actions.add_parser("fetch", help="get each entry's Solution JSON into the cache")
     f.add_argument("--from", dest="source", default=None, metavar="DIR",
