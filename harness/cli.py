@@ -581,7 +581,8 @@ def cmd_report(args):
     dataset = dataset_of(args)
     for run in args.runs:
         if not (Path(run) / "traces").is_dir():
-            raise DataError(run, "no traces/ folder: not an output folder of the harness")
+            raise DataError(run, "no such folder" if not Path(run).exists() else
+                            "no traces/ folder: not an output folder of the harness")
     definitions = [dataset.definition(n) for n in (args.definition or sorted(dataset.definitions))]
     df = load_rows(args.runs, definitions)
     if df.empty:
@@ -624,7 +625,8 @@ def _write_agreement(args, runs, names, stem, title=None):
     dataset = dataset_of(args)
     for run in filter(None, (runs.a, runs.b, runs.b_again)):
         if not (Path(run) / "traces").is_dir():
-            raise DataError(run, "no traces/ folder: not a run's output folder or dataset root")
+            raise DataError(run, "no such folder" if not Path(run).exists() else
+                            "no traces/ folder: not a run's output folder or dataset root")
     definitions = [dataset.definition(n) for n in (args.definition or sorted(dataset.definitions))]
     try:
         table, lone = write_agreement(args.out, definitions, runs, names, stem, title)

@@ -4,6 +4,7 @@ import json
 import os
 import signal
 import time
+from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
@@ -386,3 +387,15 @@ def test_compare_base_takes_what_solution_takes_and_one_per_definition(capsys):
     assert f"{prefill}: no --base names one of its solutions" in capsys.readouterr().out
     with pytest.raises(DataError, match="'fla' names none of the solutions compared"):
         _compare_bases(ds, plans, ["baseline", "fla"])
+
+
+def test_small_messages_say_what_is_there(tmp_path, capsys):
+    """A missing folder named to report was "no traces/ folder"; a decode kit named for the prefill did not say
+    what it is for."""
+    assert main(["report", str(tmp_path / "nope"), "--out", str(tmp_path / "o")]) == 2
+    _one_error_line(capsys.readouterr().err, "nope: no such folder")
+    kit = Path(__file__).resolve().parent.parent / "examples" / "gdn_decode_qk4_v8_d128_k_last"
+    assert main(["eval", "--solution", str(kit), "--definition", "gdn_prefill_qk4_v8_d128_k_last", "--device", "cpu",
+                 "--out", str(tmp_path / "o")]) == 2
+    _one_error_line(capsys.readouterr().err, "holds no solution for definition 'gdn_prefill_qk4_v8_d128_k_last' "
+                                             "(it holds gdn_decode_qk4_v8_d128_k_last)")

@@ -257,7 +257,7 @@ def test_built_in_names_join_the_definitions_of_the_paths_named(tmp_path, capsys
     assert main(["compare", "--solution", kit, "--solution", "reference", "--device", "cpu", "--workloads", "0",
                  "--out", str(tmp_path / "out")]) == 0
     out = capsys.readouterr().out
-    assert "gdn_decode_qk4_v8_d128_k_last: 1 workloads x" in out and "gdn_prefill" not in out
+    assert "gdn_decode_qk4_v8_d128_k_last: 1 workload x" in out and "gdn_prefill" not in out
     md = (tmp_path / "out" / "compare" / "gdn_decode_qk4_v8_d128_k_last.md").read_text()
     assert "**Timed with the CPU wall clock**" in md   # a CPU compare's ratios are no speed figure, and say so
 

@@ -188,3 +188,4 @@ def test_a_missing_module_names_its_pip_package_where_the_names_differ(monkeypat
     assert problem.startswith("imports flashinfer (pip package flashinfer-python, or pip install '.[gpu]'), fla "
                               "(pip package flash-linear-attention), cutlass_magic, which cannot be imported")
     assert "(install them, or evaluate on a machine that has them)" in problem
+    assert problem.endswith("; FlashInfer's GDN kernels run on a CUDA GPU only")   # installing it on a CPU won't do

@@ -51,5 +51,6 @@ def static_problem(solution, definition, device=None):
         named = [f"{m} (pip package {PIP_NAMES[m]})" if m in PIP_NAMES else m for m in missing]
         return (f"imports {', '.join(named)}, which cannot be imported on this machine "
                 f"(install {'it' if len(missing) == 1 else 'them'}, or evaluate on a machine that has "
-                f"{'it' if len(missing) == 1 else 'them'})")
+                f"{'it' if len(missing) == 1 else 'them'})"
+                + ("; FlashInfer's GDN kernels run on a CUDA GPU only" if "flashinfer" in missing else ""))
     return None

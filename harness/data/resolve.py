@@ -120,5 +120,7 @@ def resolve(arg, definition, dataset, strict=True):
         raise DataError(dataset.root / "solutions", f"no baseline solution for {definition.name!r}")
     sols = [s for s in _from_path(arg) if s.definition == definition.name]
     if not sols and strict:
-        raise DataError(arg, f"holds no solution for definition {definition.name!r}")
+        held = sorted({s.definition for s in _from_path(arg)})
+        raise DataError(arg, f"holds no solution for definition {definition.name!r}"
+                        + (f" (it holds {', '.join(held)})" if held else ""))
     return sols

@@ -106,7 +106,8 @@ def print_warnings(results, limit=8):
 def run_definition(dataset, definition, workloads, solutions, opts, stats=None, table=True):
     """evaluate() with what the console shows: the plan, the per-workload table, every failure's reason and a
     one-line summary."""
-    print(f"{definition.name}: {len(workloads)} workloads x {[s.name for s in solutions]} on {opts.device}; "
+    print(f"{definition.name}: {len(workloads)} workload{'s' * (len(workloads) != 1)} x {[s.name for s in solutions]} "
+          f"on {opts.device}; "
           f"traces -> {opts.out_dir}/traces/")
     results = loop.evaluate(dataset, definition, workloads, solutions, opts, stats)
     if table:
