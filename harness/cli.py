@@ -119,8 +119,10 @@ def select_workloads(workloads, selector, elsewhere=()):
             continue
         if len(hits) != 1:
             some = ", ".join(f"{i}: {workloads[i].uuid[:8]}" for i in hits[:6]) + (", ..." if len(hits) > 6 else "")
+            number = not hits and re.fullmatch(r"[-+]?\d*\.?\d+", part)
             raise DataError("--workloads", f"{part!r} matches {len(hits)} workload uuids"
-                                           + (f" ({some})" if hits else "") + "; need exactly one")
+                                           + (f" ({some})" if hits else "") + "; need exactly one",
+                            f"indices are whole numbers from 0 to {len(workloads) - 1}" if number else None)
         picked.extend(hits)
     seen = set()
     return [workloads[i] for i in picked if not (i in seen or seen.add(i))]

@@ -203,6 +203,9 @@ def test_digits_that_are_no_index_are_a_uuid_prefix():
         select_workloads(ws, "99")
     with pytest.raises(DataError, match="range '40-99' outside 0-43"):
         select_workloads(ws, "40-99")
+    for number in ("-1", "1.5"):   # no hint said why a number is no index
+        with pytest.raises(DataError, match="indices are whole numbers from 0 to 43"):
+            select_workloads(ws, number)
     assert picked("8028853") == picked("80288532")   # uuids are lower-case hex; a prefix is taken in any case
     assert [w.uuid for w in select_workloads(_workloads("abcdef12-0000"), "ABCDEF")] == ["abcdef12-0000"]
 
