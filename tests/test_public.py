@@ -340,3 +340,19 @@ def test_fetch_from_a_folder_one_level_too_deep_points_at_its_parent(folder, tmp
         fetch(entries, cache, source=tmp_path / "elsewhere")
     assert "too deep" not in str(refused.value)
     assert (cache / DECODE / "good.json").is_file()           # refused before any work: the cache is as it was
+
+
+def test_cli_fetch_from_names_the_jsons_it_leaves_out_and_a_missing_definition_folder_once(folder, tmp_path,
+                                                                                           monkeypatch, capsys):
+    """A JSON named after no entry was passed over in silence; a definition folder missing from --from gave one long
+    'missing' line per entry, each naming its own file."""
+    root, (good, _, _) = folder
+    (root / DECODE / "unknown-entry.json").write_text(json.dumps(solution_json("unknown-entry")))
+    prefill = [entry(f"p{i}", definition="gdn_prefill_qk4_v8_d128_k_last") for i in range(3)]
+    monkeypatch.setattr(harness.public.commands, "load_entries", lambda: [good, *prefill])
+    fetch_cli(tmp_path / "cache", root)
+    out = capsys.readouterr().out.splitlines()
+    assert [line.split(":")[0] for line in out[:2]] == [f"left out     {root / DECODE / name}.json"
+                                                       for name in ("empty", "unknown-entry")]
+    assert out[3].endswith(f"p0: {root / 'gdn_prefill_qk4_v8_d128_k_last'} does not exist")
+    assert out[4].endswith("p1: (same as above)") and out[5].endswith("p2: (same as above)")

@@ -8,7 +8,7 @@ from pathlib import Path
 from harness.data.jsonio import DataError
 from harness.public.board import write_board
 from harness.public.entries import load_entries
-from harness.public.fetch import DEFAULT_CACHE, fetch, fetch_state
+from harness.public.fetch import DEFAULT_CACHE, fetch, fetch_state, not_entries
 from harness.public.runs_here import device_capability_here, public_solutions, runnable
 
 ENTRY_BUDGET_S = 120.0  # public run --entry-budget: a fast entry spends ~0.3 s a pair in the timer
@@ -61,7 +61,10 @@ def cmd_fetch(args):
         raise DataError(args.source, "--from names a file, not a folder", "give a folder laid out "
                         "<definition>/<name>.json")
     check_out(args.cache, "--cache")
-    results = fetch(load_entries(), args.cache, args.source)
+    entries = load_entries()
+    results = fetch(entries, args.cache, args.source)
+    for path in not_entries(entries, args.source) if args.source else []:
+        print(f"{'left out':<12} {path}: no entry of that definition and name in public/entries.json")
     previous = None
     for r in results:
         reason = "(same as above)" if r.reason and r.reason == previous else r.reason

@@ -109,8 +109,9 @@ def fetch_from_folder(entries, cache_dir, source):
     results = []
     for entry in entries:
         src = cache_path(source, entry)
-        if not src.is_file():
-            results.append(FetchResult(entry, None, "missing", f"{src} does not exist"))
+        if not src.is_file():   # a whole definition's folder missing is said once per entry, alike
+            results.append(FetchResult(entry, None, "missing", f"{src if src.parent.is_dir() else src.parent} "
+                                                              "does not exist"))
             continue
         try:
             load_checked(src, entry)
@@ -123,6 +124,12 @@ def fetch_from_folder(entries, cache_dir, source):
         record_commit(target, entry)
         results.append(FetchResult(entry, target, "fetched"))
     return results
+
+
+def not_entries(entries, source):
+    """The JSONs of a --from folder, laid out <definition>/<name>.json, that name no entry: fetch leaves them out."""
+    known = {(e.definition, e.name) for e in entries}
+    return sorted(p for p in Path(source).glob("*/*.json") if (p.parent.name, p.stem) not in known)
 
 
 def check_layout(entries, source):
