@@ -139,13 +139,18 @@ def test_compare_and_report(tmp_path, capsys):
     assert all(json.loads(libs)["torch"] == torch.__version__ for libs in per_workload.libs)
 
 
-def test_compare_reports_its_own_pairs_in_a_folder_holding_earlier_runs(tmp_path, capsys):
-    import pandas as pd
-    root = make_toy_root(tmp_path / "toy")
+def _three_alike(tmp_path):
+    """The toy dataset and three solution JSONs a, b, c of the same code."""
     paths = {}
     for name in ("a", "b", "c"):
         paths[name] = tmp_path / f"{name}.json"
         paths[name].write_text(json.dumps(toy_solution(name, "def run(x, y, alpha, z):\n    z.copy_(x + alpha * y)\n")))
+    return make_toy_root(tmp_path / "toy"), paths
+
+
+def test_compare_reports_its_own_pairs_in_a_folder_holding_earlier_runs(tmp_path, capsys):
+    import pandas as pd
+    root, paths = _three_alike(tmp_path)
     common = ["compare", "--dataset", str(root), "--definition", "toy_axpy", "--device", "cpu", "--quiet",
               "--iterations", "1", "--warmup", "0", "--out", str(tmp_path / "cmp")]
     assert main([*common, "--workloads", "0", "--solution", str(paths["a"]), "--solution", str(paths["b"])]) == 0
@@ -159,17 +164,13 @@ def test_compare_reports_its_own_pairs_in_a_folder_holding_earlier_runs(tmp_path
 def test_a_one_workload_compare_is_one_run_and_two_compares_are_two(tmp_path, capsys):
     """With one workload each solution has one trace, so no two trace spans overlap: the report said the solutions came
     from 2 runs. The run each pair's extras line names tells it."""
-    root = make_toy_root(tmp_path / "toy")
-    paths = {}
-    for name in ("a", "b", "c"):
-        paths[name] = tmp_path / f"{name}.json"
-        paths[name].write_text(json.dumps(toy_solution(name, "def run(x, y, alpha, z):\n    z.copy_(x + alpha * y)\n")))
+    root, paths = _three_alike(tmp_path)
     common = ["compare", "--dataset", str(root), "--definition", "toy_axpy", "--device", "cpu", "--quiet",
               "--iterations", "1", "--warmup", "0", "--workloads", "0"]
     assert main([*common, "--out", str(tmp_path / "one"), "--solution", str(paths["a"]),
                  "--solution", str(paths["b"])]) == 0
     assert "All solutions ran in one run" in (tmp_path / "one" / "compare" / "toy_axpy.md").read_text()
-    assert main([*common, "--out", str(tmp_path / "two"), "--solution", str(paths["a"]).replace("a.json", "c.json"),
+    assert main([*common, "--out", str(tmp_path / "two"), "--solution", str(paths["c"]),
                  "--solution", str(paths["b"])]) == 0
     assert main(["report", str(tmp_path / "one"), str(tmp_path / "two"), "--dataset", str(root), "--definition",
                  "toy_axpy", "--out", str(tmp_path / "rep"), "--base", "a"]) == 0
