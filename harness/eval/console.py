@@ -107,8 +107,7 @@ def run_definition(dataset, definition, workloads, solutions, opts, stats=None, 
     """evaluate() with what the console shows: the plan, the per-workload table, every failure's reason and a
     one-line summary."""
     print(f"{definition.name}: {len(workloads)} workload{'s' * (len(workloads) != 1)} x {[s.name for s in solutions]} "
-          f"on {opts.device}; "
-          f"traces -> {opts.out_dir}/traces/")
+          f"on {opts.device}; traces -> {opts.out_dir}/traces/")
     results = loop.evaluate(dataset, definition, workloads, solutions, opts, stats)
     if table:
         print(summary_table(results, {w.uuid: i for i, w in enumerate(dataset.workloads(definition))}))

@@ -1,8 +1,8 @@
 """One pair's result, written by the process that drives the run as soon as it arrives (wherever the pair ran:
 this host's children or a Ray actor): the official trace in traces/ and the extras line in harness/."""
 import sys
-from datetime import datetime
 from dataclasses import dataclass, field
+from datetime import datetime
 from pathlib import Path
 
 from harness.data.dataset import append_jsonl, append_trace, extras_path, trace_path
