@@ -355,7 +355,8 @@ def test_a_gpu_target_stops_before_making_a_venv_on_a_host_without_a_gpu(tmp_pat
     shutil.copy(REPO / "Makefile", tmp_path / "Makefile")
     _fake(tmp_path, "python3", 1)
     _fake(tmp_path, "nvidia-smi", 1)
-    run = subprocess.run(["make", target, "SOLS=my_kit"], cwd=tmp_path, capture_output=True, text=True,
+    sols = ["SOLS=my_kit"] if target in ("check", "compare", "public", "tune") else []   # the others take none
+    run = subprocess.run(["make", target, *sols], cwd=tmp_path, capture_output=True, text=True,
                          env={"PATH": f"{tmp_path / 'bin'}:/usr/bin:/bin"})
     assert run.returncode == 2, run.stdout + run.stderr
     assert "GPU" in run.stderr and "python3 -m venv" not in run.stdout and not (tmp_path / ".venv").exists()
@@ -436,9 +437,10 @@ def test_a_definition_trace_or_config_named_as_a_solution_says_what_it_is(tmp_pa
     assert "is a run's output folder (it holds traces/), not a solution" in capsys.readouterr().err
 
 
-def test_make_package_and_tune_take_the_kit_named_and_refuse_variables_they_do_not_use(tmp_path):
-    """`make package SOLS=my_kit` packed submission/ (our kernels) without a word: package and tune read no SOLS, DEF
-    or ARGS. Now SOLS names the folder, ARGS passes through, and a variable they have no use for stops them."""
+def test_make_targets_take_the_kit_named_and_refuse_variables_they_do_not_use(tmp_path):
+    """`make package SOLS=my_kit` packed submission/ (our kernels) without a word, and `make eval SOLS=my_kit` ran
+    ours: package and tune read no SOLS, DEF or ARGS. Now SOLS names the folder, ARGS passes through, and a variable
+    a target has no use for stops it."""
     import shutil
     import subprocess
 
@@ -451,8 +453,13 @@ def test_make_package_and_tune_take_the_kit_named_and_refuse_variables_they_do_n
     assert "harness package --submission my_kit --out o --dataset d" in dry.stdout, dry.stdout
     dry = make("-n", "tune", "SOLS=my_kit", "DEF=gdn_decode_qk4_v8_d128_k_last")
     assert "harness tune --submission my_kit --definition gdn_decode_qk4_v8_d128_k_last" in dry.stdout, dry.stdout
+    dry = make("-n", "public", "SOLS=my_kit", "FROM=f")
+    assert "harness public run --solution my_kit" in " ".join(dry.stdout.split()), dry.stdout
     for args, says in [(["package", "DEF=x"], "make package takes no DEF"),
                        (["package", "SOLS=a b"], "SOLS names one folder"),
-                       (["tune", "WORKLOADS=0-3"], "make tune takes no WORKLOADS")]:
+                       (["tune", "WORKLOADS=0-3"], "make tune takes no WORKLOADS"),
+                       (["eval", "SOLS=my_kit"], "make eval takes no SOLS"),   # it ran ours in silence
+                       (["bench", "WORKLOADS=0-3"], "make bench takes no WORKLOADS"),
+                       (["compare", "SOLS=a b", "FROM=f"], "make compare takes no FROM")]:
         run = make(*args)
         assert run.returncode == 2 and says in run.stderr, run.stderr
