@@ -19,13 +19,11 @@ import hashlib
 import json
 import multiprocessing
 import statistics
-import sys
 import time
 from dataclasses import asdict, replace
 from pathlib import Path
 
 import torch
-from tqdm import tqdm
 
 from harness.build.folder_import import import_from_folder
 from harness.data.jsonio import DataError, write_json_atomic
@@ -35,6 +33,7 @@ from harness.eval.options import default_prepare_jobs
 from harness.eval.reference import load_reference, run_reference
 from harness.eval.state_copy import copy_latency_ms
 from harness.eval.timing import measure
+from harness.progress import progress
 
 DECODE = "gdn_decode_qk4_v8_d128_k_last"
 PREFILL = "gdn_prefill_qk4_v8_d128_k_last"
@@ -218,9 +217,8 @@ def build_in_parallel(folder, dataset, workloads, configs, device, jobs):
     jobs = max(1, min(jobs, len(workloads)))
     failed = {}
     start = time.monotonic()
-    bar = tqdm(total=len(workloads), desc=f"building {len(configs)} configs x {len(workloads)} workloads "
-               f"({jobs} processes)", unit="workload", mininterval=0.1 if sys.stderr.isatty() else 30.0,
-               ascii=not sys.stderr.isatty())
+    bar = progress(len(workloads), f"building {len(configs)} configs x {len(workloads)} workloads ({jobs} processes)",
+                   "workload")
     with concurrent.futures.ProcessPoolExecutor(jobs, mp_context=multiprocessing.get_context("spawn")) as pool:
         futures = [pool.submit(_build_in_child, str(folder), dataset.root, w, fields, device) for w in workloads]
         for w, fut in zip(workloads, futures):

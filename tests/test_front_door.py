@@ -463,3 +463,15 @@ def test_make_targets_take_the_kit_named_and_refuse_variables_they_do_not_use(tm
                        (["compare", "SOLS=a b", "FROM=f"], "make compare takes no FROM")]:
         run = make(*args)
         assert run.returncode == 2 and says in run.stderr, run.stderr
+
+
+def test_progress_into_a_log_file_is_plain_lines(toy, capsys):
+    """Into a file (a GPU job's log) the bar wrote each refresh after a carriage return, so a log kept them all on
+    one line; now each is a line of its own, the last one at 100 %."""
+    tmp, write, run = toy
+    root = tmp / "toy"
+    assert main(["eval", "--dataset", str(root), "--device", "cpu", "--no-reference-output-cache",
+                 "--out", str(tmp / "out"), "--solution", str(write("good", GOOD))]) == 0
+    err = capsys.readouterr().err   # capsys's stderr is no terminal
+    bars = [line for line in err.splitlines() if line.startswith("toy_axpy:")]
+    assert "\r" not in err and bars and "100%" in bars[-1] and "3/3" in bars[-1], err

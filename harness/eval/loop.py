@@ -1,12 +1,10 @@
 """The evaluation loop (parent side): per workload, make the trial inputs and reference outputs once, time the
 reference, then evaluate every solution on them in isolation and append its trace."""
 import os
-import sys
 import tempfile
 import time
 from pathlib import Path
 
-from tqdm import tqdm
 
 from harness.build.precheck import static_problem
 from harness.build.prebuild import Prebuild
@@ -27,6 +25,7 @@ from harness.eval.reference_latency import (ReferenceLatencyCache, reference_con
 from harness.eval.runners import open_runner
 from harness.eval import state_copy
 from harness.eval.traces import RunKey, eval_settings, kept_pairs, retire_traces, stale_path
+from harness.progress import progress
 
 
 def not_passed(results):
@@ -106,10 +105,7 @@ def _evaluate(dataset, definition, workloads, solutions, opts, stats):
             if stats is not None:
                 stats["parallel_prepare_s"] = round(time.monotonic() - t, 3)
         _report_builds(builds, definition, stats)
-        # On a terminal a live bar; in a log file (a GPU job) one line every 30 s at most.
-        tty = sys.stderr.isatty()
-        bar = tqdm(total=len(workloads) * len(solutions), desc=definition.name, unit="pair",
-                   disable=not opts.show_progress, leave=True, mininterval=0.1 if tty else 30.0, ascii=not tty)
+        bar = progress(len(workloads) * len(solutions), definition.name, "pair", disable=not opts.show_progress)
         late = unprofiled_workloads(out_dir, solutions, definition) if opts.resume and opts.profile_baseline else set()
         recorder = Recorder(definition, opts, ref_timing_label, bar, results)
         give_up = GiveUp(definition, opts.give_up, results, earlier(out_dir, solutions, definition, run)

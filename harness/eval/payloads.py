@@ -3,17 +3,16 @@ made once, kept in a file the children read, and cached across runs when asked."
 import hashlib
 import json
 import os
-import sys
 import time
 from pathlib import Path
 
 import torch
-from tqdm import tqdm
 
 from harness.eval import environment
 from harness.eval.child import official_timing
 from harness.eval.inputs import BlobFault, check_constraints, load_blobs, materialize
 from harness.eval.reference import BAD_BLOB, ReferenceFailed, load_reference, run_reference
+from harness.progress import progress
 
 
 def _digest(files):
@@ -119,9 +118,8 @@ def prepare_in_parallel(dataset, definition, workloads, opts, cache_dir):
 
     jobs = min(opts.prepare_jobs, len(workloads))
     seconds = {}
-    bar = tqdm(total=len(workloads), desc=f"{definition.name}: preparing ({jobs} processes)", unit="workload",
-               disable=not opts.show_progress, mininterval=0.1 if sys.stderr.isatty() else 30.0,
-               ascii=not sys.stderr.isatty())
+    bar = progress(len(workloads), f"{definition.name}: preparing ({jobs} processes)", "workload",
+                   disable=not opts.show_progress)
     with concurrent.futures.ProcessPoolExecutor(jobs, mp_context=multiprocessing.get_context("spawn")) as pool:
         futures = [pool.submit(_prepare_in_child, dataset.root, definition.name, w, opts, cache_dir)
                    for w in workloads]
