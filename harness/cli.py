@@ -545,8 +545,8 @@ def cmd_compare(args):
         if on_cpu:
             print("CPU wall clock (Triton through its interpreter, 0 warmup by default): these latencies and ratios "
                   "say nothing about the solutions' speed on a GPU")
-        print(summary.to_string(index=False))
-        print(buckets.to_string(index=False))
+        print(summary.to_string(index=False, na_rep="-"))
+        print(buckets.to_string(index=False, na_rep="-"))
         if args.state_copy:
             _print_state_copy(out, definition, pairs, list(summary.solution))
         print(f"comparison report: {cmp_dir}/{definition.name}.md")
@@ -561,8 +561,8 @@ def _print_state_copy(out, definition, pairs, order):
 
     rows = selected(load_rows([out], [definition]), pairs)
     means, ratios = copy_ratios(rows, load_copies([out], definition), order)
-    print(f"state copy (us) and each solution's latency over it:\n{means.to_string(index=False)}\n"
-          f"{ratios.to_string(index=False)}")
+    print(f"state copy (us) and each solution's latency over it:\n{means.to_string(index=False, na_rep='-')}\n"
+          f"{ratios.to_string(index=False, na_rep='-')}")
 
 
 def cmd_full(args):
@@ -607,14 +607,14 @@ def cmd_report(args):
     out, summary, track, _ = write_report(args.out, definitions, sources=args.runs, dataset=dataset)
     # the console gets the headline columns; report.md and summary.csv have every one
     print(summary[["definition", "solution", "passed", "workloads", "mean_latency_us", "mean_speedup_vs_baseline",
-                   "official_score_vs_baseline"]].to_string(index=False))
+                   "official_score_vs_baseline"]].to_string(index=False, na_rep="-"))
     if args.base:
         from harness.report.compare import write_comparison
         for definition in definitions:
             present = set(df.solution[df.definition == definition.name])
             for base in [b for b in args.base if b in present]:
                 cmp_dir, _, buckets = write_comparison(args.out, definition, base, sources=args.runs)
-                print(buckets.to_string(index=False))
+                print(buckets.to_string(index=False, na_rep="-"))
                 print(f"comparison: {cmp_dir}/{definition.name}.md")
     print(f"report: {out}/report.md")
     return 0
@@ -634,7 +634,7 @@ def _write_agreement(args, runs, names, stem, title=None):
         table, lone = write_agreement(args.out, definitions, runs, names, stem, title)
     except ValueError as exc:
         raise DataError(stem, str(exc)) from None
-    print(table.to_string(index=False))
+    print(table.to_string(index=False, na_rep="-"))
     report = Path(args.out) / f"{stem}.md"
     if lone:
         print(f"{lone} pair(s) traced in one run only: not in the figures; listed in {report}")

@@ -219,10 +219,10 @@ def _report(out, definitions, dataset):
     for definition in definitions:  # the same run, side by side, ratios to our submission
         base = resolve("ours", definition, dataset)[0].name
         cmp_dir, _, buckets = write_comparison(out, definition, base)
-        print(buckets.to_string(index=False))
+        print(buckets.to_string(index=False, na_rep="-"))
         print(f"comparison: {cmp_dir}/{definition.name}.md")
     print(summary[["definition", "solution", "passed", "workloads", "mean_speedup_vs_reference",
                    "mean_speedup_vs_baseline", "win_rate_vs_baseline", "mean_latency_us",
-                   "mean_event_us"]].to_string(index=False))
-    print(track.to_string(index=False))
+                   "mean_event_us"]].to_string(index=False, na_rep="-"))
+    print(track.to_string(index=False, na_rep="-"))
     print(f"report: {report_dir}/report.md")

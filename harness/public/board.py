@@ -12,7 +12,7 @@ def write_board(out, definitions, ours, entries, not_run):
     facts = {e.name: f"{e.repo}@{e.commit}" for e in entries}
     for name, table in write_leaderboard(out, definitions, ours, facts=facts).items():
         _append_not_run(out / "leaderboard" / f"{name}.md", not_run[name], given_up(out, name))
-        print(table.to_string(index=False))
+        print(table.to_string(index=False, na_rep="-"))
     print(f"leaderboard: {out / 'leaderboard'}/")
 
 
