@@ -515,7 +515,8 @@ def _compare_bases(dataset, plans, bases):
             raise DataError("compare", f"{definition.name}: name at least two solutions (one: use eval)")
         taken = [s.name for s in solutions]
         for arg in bases:
-            hit = [n for n in taken if n == arg or n in names(arg, definition)]
+            named = {arg} | names(arg, definition)
+            hit = [n for n in taken if n in named]
             if hit:
                 chosen[definition.name] = hit[0]
                 used.add(arg)

@@ -5,7 +5,6 @@ import tempfile
 import time
 from pathlib import Path
 
-
 from harness.build.precheck import static_problem
 from harness.build.prebuild import Prebuild
 from harness.data.dataset import append_jsonl, extras_path
