@@ -7,6 +7,7 @@ both targets too.
 Those rows build as the table runs them (the rows with a workspace: fp16 workspaces and dot operands).
 The prep of every row that has one (two launches, segments, fused) is the exception: MMAv3 stays on for it
 (wgmma on sm_90 only, mma.sync on sm_100); so is every launch of the _wg rows (untransposed chains).
+Every launch but the one-launch and fused ones builds as a call of two or three launches runs it (PDL).
 Compiles run in a fresh process: the interpreter mode the CPU tests use must not leak into them."""
 import pytest
 
@@ -46,7 +47,7 @@ cst = dict(NP2=2, LPT=False, CHAIN_ALGO=chain_algo,
            ALGO=chain_algo if trans or phase or wg else pk.ALGO_CHUNK,
            MMA_V3=cfg.prep_mma_v3,
            C=C, BV=cfg.BV, SB=SB, PHASE=phase, NSEG=cfg.segs, PREC_C=chunk.P_TF32X3,
-           HAS_STATE=True, INTERP=False, RANK=False,
+           HAS_STATE=True, INTERP=False, RANK=False, PDL=not fused and (trans or prep or wg or bool(phase)),
            **pk._precisions(True, one_launch=not cfg.ws))   # the dots' operand precisions as _launch on a GPU
 if cfg.ws:     # fp16 workspaces
     types.update(ws_ptr="*fp16", wp_ptr="*fp16")

@@ -49,6 +49,7 @@ def planned(*a, **k):         # the stream lookup right after every launch is bo
 triton.runtime.jit.JITFunction.warmup = warmup
 torch.cuda.current_stream = planned
 pk.has_wgmma = lambda device: arch == 90
+pk.has_pdl = lambda device: True
 
 
 def call_of(row_index):
@@ -85,7 +86,7 @@ for i, row in enumerate(lt.LAUNCH_TABLE):
         sig = {p.name: "constexpr" if p.is_constexpr
                else TYPES[kw[p.name].dtype] if isinstance(kw[p.name], torch.Tensor)
                else "fp32" if isinstance(kw[p.name], float) else "i32" for p in fn.params}
-        opts = dict(num_warps=kw["num_warps"], num_stages=kw["num_stages"])
+        opts = dict(num_warps=kw["num_warps"], num_stages=kw["num_stages"], launch_pdl=kw.get("launch_pdl", False))
         key = (fn.__name__, json.dumps(cst, sort_keys=True), json.dumps(opts, sort_keys=True), json.dumps(knobs))
         if key not in built:
             for k in KNOBS:
@@ -95,7 +96,8 @@ for i, row in enumerate(lt.LAUNCH_TABLE):
             ptx = triton.compile(ASTSource(fn, sig, constexprs=cst, attrs=attrs), target=GPUTarget("cuda", arch, 32),
                                  options=opts).asm["ptx"]
             built[key] = {"kernel": fn.__name__, "wgmma": "wgmma" in ptx, "mma_sync": "mma.sync" in ptx,
-                          "tcgen05": "tcgen05" in ptx}
+                          "tcgen05": "tcgen05" in ptx, "early": opts["launch_pdl"],
+                          "waits": "griddepcontrol.wait" in ptx, "lets_next": "griddepcontrol.launch_dependents" in ptx}
         launches.append(built[key])
     rows.append({"row": i, "T": t, "N": n, "launches": launches})
 print(json.dumps(rows))
@@ -113,5 +115,13 @@ def test_every_prefill_row_builds_launch_by_launch(arch, tmp_path):
             assert not launch["tcgen05"], (r, launch)
             if arch != 90:
                 assert not launch["wgmma"], (r, launch)               # a B200 build is mma.sync throughout
+        # programmatic dependent launch: the first launch of a call is never launched early (it reads what earlier
+        # kernels of the stream wrote, without waiting), every later one is and waits for the one before it, and
+        # each one followed by another lets it start
+        steps = r["launches"]
+        assert not steps[0]["early"] and not steps[0]["waits"], r
+        for before, after in zip(steps, steps[1:]):
+            assert before["lets_next"] and after["early"] and after["waits"], r
+        assert not steps[-1]["lets_next"], r
     if arch == 90:   # the _wg rows and the prep of the two-launch rows put dots on wgmma on the H200
         assert any(launch["wgmma"] for r in rows for launch in r["launches"])

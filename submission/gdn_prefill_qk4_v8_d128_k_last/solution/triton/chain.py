@@ -17,6 +17,7 @@ import triton.language as tl
 
 from .chunk import _chunk_apply, _chunk_apply_t, _chunk_p, _chunk_tm
 from .gates import _chunk_ab, _gate_vectors, _gates_of
+from .pdl import gdc_wait
 from .recurrent import _recurrent_chunk
 from .shapes import DK, NHK, NHV
 from .workspace import _g_off, _kq_off, _slot, _wait_chunks, _wp_off, _ws_off
@@ -225,12 +226,14 @@ def _longest_first(cu_ptr, r, N, NP2: tl.constexpr):
 
 @triton.jit
 def _chain(pid_v, pid_nh, io, hp, st, seqs, sync, K, LPT: tl.constexpr, WAIT: tl.constexpr,
-           HAS_STATE: tl.constexpr, NP2: tl.constexpr):
+           HAS_STATE: tl.constexpr, NP2: tl.constexpr, PDL: tl.constexpr = False):
     """One CTA's serial walk over the chunks of its (sequence, head, value slice): value slice pid_v of row pid_nh
     (sequence or rank * NHV + head). hp = (alog_ptr, dtb_ptr, scale), st = (s_ptr, ns_ptr) the given and the new
     state, seqs = (cu_ptr, perm_ptr, N), sync = (sync_ptr, want, nprep) (fused launch). WAIT (fused launch): the
     number of flag planes to wait on (2: Tm flags, then P flags nprep words further; 0 outside the fused launch). LPT:
-    1 ranks the sequences here (_longest_first), 2 reads the rank table the prep launch wrote (prep._rank_sequence)."""
+    1 ranks the sequences here (_longest_first), 2 reads the rank table the prep launch wrote (prep._rank_sequence).
+    PDL: the chain launch after the prep, started early (pdl.py): it waits for the prep before the rank table, or
+    else loads its state slice (an input) first."""
     ALGO: tl.constexpr = K[0]
     C: tl.constexpr = K[1]
     BV: tl.constexpr = K[2]
@@ -239,6 +242,8 @@ def _chain(pid_v, pid_nh, io, hp, st, seqs, sync, K, LPT: tl.constexpr, WAIT: tl
     cu_ptr, perm_ptr, N = seqs
     sync_ptr, want, nprep = sync
     h = pid_nh % NHV
+    if PDL and (LPT == 2):
+        gdc_wait()
     if LPT == 2:
         row = perm_ptr + (pid_nh // NHV) * 4
         n = tl.load(row)
@@ -266,12 +271,16 @@ def _chain(pid_v, pid_nh, io, hp, st, seqs, sync, K, LPT: tl.constexpr, WAIT: tl
         _wait_chunks(sync_ptr + plane * nprep, _slot(bos, bos, n, C), (eos - bos + C - 1) // C, h, want)
         if hw != h:
             _wait_chunks(sync_ptr + plane * nprep, _slot(bos, bos, n, C), (eos - bos + C - 1) // C, hw, want)
-    if ALGO >= 2:           # after the waits: the gate block is the prep's
-        nxt = _chunk_in(bos, cta, io, K, False)
-
     s_off = _slice_off(n * NHV + h, v0, ALGO, BV)
     H = _slice_init(v0, BV, ALGO, BV)
-    if HAS_STATE:
+    EARLY: tl.constexpr = PDL and (LPT != 2)
+    if HAS_STATE and EARLY:
+        H = tl.load(s_ptr + s_off)
+    if EARLY:
+        gdc_wait()
+    if ALGO >= 2:           # after the waits: the gate block is the prep's
+        nxt = _chunk_in(bos, cta, io, K, False)
+    if HAS_STATE and not EARLY:
         H = tl.load(s_ptr + s_off)
 
     H = _walk(H, bos, eos, cta, io, (alog, dtb, scale), nxt, K, True, False)
@@ -284,11 +293,12 @@ def _gdn_prefill_kernel(
     wp_ptr, perm_ptr, scale, N, NP2: tl.constexpr, LPT: tl.constexpr,
     ALGO: tl.constexpr, C: tl.constexpr, BV: tl.constexpr, SB: tl.constexpr, HAS_STATE: tl.constexpr,
     PREC_QK: tl.constexpr, PREC_F: tl.constexpr, INTERP: tl.constexpr, MMA_V3: tl.constexpr = False,
+    PDL: tl.constexpr = False,
 ):
     """The chain launch (and the one-launch and recurrent rows): grid (value slices, N * HV), slices of one head
     adjacent (they share q/k). MMA_V3 (cfg "chain_mma_v3") is not read: it keys Triton's in-process cache, which
-    ignores the env knobs that pick the lowering (lowering.launch_env)."""
+    ignores the env knobs that pick the lowering (lowering.launch_env). PDL: launched after the prep (pdl.py)."""
     K: tl.constexpr = (ALGO, C, BV, SB, (PREC_QK, PREC_F), INTERP)
     _chain(tl.program_id(0), tl.program_id(1), (q_ptr, k_ptr, v_ptr, a_ptr, b_ptr, o_ptr, ws_ptr, wp_ptr),
            (alog_ptr, dtb_ptr, scale), (s_ptr, ns_ptr), (cu_ptr, perm_ptr, N), (ws_ptr, 0, 0), K, LPT, 0,
-           HAS_STATE, NP2)
+           HAS_STATE, NP2, PDL)

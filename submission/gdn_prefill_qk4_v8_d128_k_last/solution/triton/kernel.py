@@ -50,6 +50,7 @@ Modules (siblings of this file, imported relatively: the builder imports this fi
     recurrent.py     the ablation's token-by-token step
     segments.py      the segment launches (cfg segs)
     fused.py         the fused launch (cfg fused)
+    pdl.py           programmatic dependent launch between the launches of one call
 
 Under TRITON_INTERPRET=1 (tensors on the CPU) all dots run on fp32 operands ("ieee"), because
 the interpreter's bf16 tl.dot is wrong; on the GPU the operand precisions are the PREC_*
@@ -65,7 +66,8 @@ from .chain import ALGO_CHUNK, ALGO_CHUNK_WS, ALGO_CHUNK_WS_T, ALGO_RECURRENT, _
 from .chunk import P_BF16, P_FP16, P_IEEE, P_TF32X3
 from .fused import _gdn_fused_kernel
 from .launch_table import LPT_MIN_N, RECURRENT, pick, table_here
-from .lowering import has_wgmma, launch_env
+from .lowering import has_pdl, has_wgmma, launch_env
+from .pdl import HAS_PDL
 from .prep import _gdn_prep_kernel
 from .segments import _gdn_seg_kernel
 from .shapes import D, HV
@@ -184,6 +186,8 @@ def _launch(algo, q, k, v, state, A_log, a, dt_bias, b, cu_seqlens, scale, outpu
             launches.append((_gdn_prefill_kernel, (D // BV, N * HV, 1),
                              dict(chain_args, perm_ptr=perm, LPT=2 if rank else lpt, ALGO=algo,
                                   MMA_V3=cfg.chain_mma_v3), chain_opts))
+    if on_gpu:
+        _chain_launches(launches, HAS_PDL and has_pdl(q.device))
     if not on_gpu:
         for fn, grid, args, opts in launches:
             fn[grid](**args, **opts)
@@ -208,6 +212,17 @@ def _launch(algo, q, k, v, state, A_log, a, dt_bias, b, cu_seqlens, scale, outpu
             with launch_env(args.get("MMA_V3", False)):
                 compiled.append(fn[grid](**args, **opts))
     return compiled[-1]
+
+
+def _chain_launches(launches, pdl):
+    """Programmatic dependent launch between the launches of a call of two or three, where the GPU and Triton have it
+    (pdl.py): each takes PDL (the prep lets the next launch start early, a chain or segment launch waits for the
+    launch before it, the first segment launch does both), and every launch but the first is launched early."""
+    pdl = pdl and len(launches) > 1
+    for i, (fn, grid, args, opts) in enumerate(launches):
+        args["PDL"] = pdl
+        if pdl and i > 0:
+            launches[i] = (fn, grid, args, dict(opts, launch_pdl=True))
 
 
 def _raw(name, x, device):

@@ -5,6 +5,7 @@ import triton.language as tl
 
 from .chunk import _chunk_p, _chunk_tm
 from .gates import _chunk_gates, _gate_vectors
+from .pdl import gdc_launch_dependents
 from .shapes import DK, NHK, NHV
 from .workspace import _g_off, _kq_off, _wp_off, _ws_off
 
@@ -77,13 +78,15 @@ def _prep_slot(slot, h, io, hp, cu_ptr, N, DO_TM: tl.constexpr, C: tl.constexpr,
 def _gdn_prep_kernel(
     q_ptr, k_ptr, alog_ptr, a_ptr, dtb_ptr, b_ptr, cu_ptr, ws_ptr, wp_ptr, perm_ptr, N,
     C: tl.constexpr, SB: tl.constexpr, NP2: tl.constexpr, PREC_QK: tl.constexpr, PREC_F: tl.constexpr,
-    MMA_V3: tl.constexpr = False, RANK: tl.constexpr = False,
+    MMA_V3: tl.constexpr = False, RANK: tl.constexpr = False, PDL: tl.constexpr = False,
 ):
     """The prep launch: Tm and P of every (chunk, head), grid (slots, HV, 2): Tm and P in separate CTAs, each path
     with fewer live registers than one CTA computing both. MMA_V3 (cfg "prep_mma_v3") is not read: it only keys
     Triton's in-process kernel cache, which ignores the env knobs that pick the lowering (lowering.launch_env).
     RANK (two launches, longest first): the CTAs (p < N, 0, 0) also write sequence p's row of the longest-first table
-    (_rank_sequence) that the chain launch reads."""
+    (_rank_sequence) that the chain launch reads. PDL: the next launch may start once every CTA has begun (pdl.py)."""
+    if PDL:
+        gdc_launch_dependents()
     io = (q_ptr, k_ptr, a_ptr, b_ptr, ws_ptr, wp_ptr)
     if RANK:
         if (tl.program_id(0) < N) & (tl.program_id(1) == 0) & (tl.program_id(2) == 0):

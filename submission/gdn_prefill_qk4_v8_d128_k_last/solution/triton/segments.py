@@ -6,6 +6,7 @@ import triton.language as tl
 
 from .chain import _chunk_in, _slice_cols, _slice_init, _slice_off, _walk
 from .chunk import _mm
+from .pdl import gdc_launch_dependents, gdc_wait
 from .shapes import DK, NHK, NHV
 
 
@@ -44,6 +45,7 @@ def _gdn_seg_kernel(
     e_ptr, x_ptr, h_ptr, scale, PHASE: tl.constexpr, NSEG: tl.constexpr, ALGO: tl.constexpr,
     C: tl.constexpr, BV: tl.constexpr, SB: tl.constexpr, HAS_STATE: tl.constexpr, PREC_QK: tl.constexpr,
     PREC_F: tl.constexpr, PREC_C: tl.constexpr, INTERP: tl.constexpr, MMA_V3: tl.constexpr = False,
+    PDL: tl.constexpr = False,
 ):
     """cfg "segs" (NSEG >= 3): each sequence cut into NSEG segments of whole chunks, walked in parallel by
     two launches after the prep launch (ALGO_CHUNK_WS or _T). The state map of a segment is affine,
@@ -57,7 +59,11 @@ def _gdn_seg_kernel(
     a second wave. The last segment's map is never needed.
     PHASE 2, grid (DK // BV, N * (NSEG - 1), HV): segment j = 1 .. NSEG - 1 starts from
     H = A_{j-1}( .. (A_1 E_0 + B_1) ..) + B_{j-1} (dots in PREC_C) and walks with its outputs; the
-    sequence's last non-empty segment stores new_state. The serial length is ~2 / NSEG of the chain's."""
+    sequence's last non-empty segment stores new_state. The serial length is ~2 / NSEG of the chain's.
+    PDL: launched early after the launch before (pdl.py); it waits for that launch before the first read of what
+    the prep or PHASE 1 wrote, and PHASE 1 lets PHASE 2 start early in turn."""
+    if PDL and (PHASE == 1):
+        gdc_launch_dependents()
     K: tl.constexpr = (ALGO, C, BV, SB, (PREC_QK, PREC_F), INTERP)
     io = (q_ptr, k_ptr, v_ptr, a_ptr, b_ptr, o_ptr, ws_ptr, wp_ptr)
     pid = tl.program_id(0)
@@ -74,6 +80,8 @@ def _gdn_seg_kernel(
     vcols = tl.where(mixed, BV // 2, BV)
     v0 = pid * vcols
     cta = (n, bos, eos, h, hq, v0, vcols)
+    if PDL:
+        gdc_wait()
     # segment 0 runs even for an empty sequence: it stores that sequence's new_state (the given state)
     if ((cs < eos) | ((PHASE == 1) & (j == 0))) & (v0 < DK):
         nxt = _chunk_in(cs, cta, io, K, PHASE == 1)
