@@ -82,6 +82,9 @@ for i, row in enumerate(lt.LAUNCH_TABLE):
         pass
     launches = []
     for fn, kw, knobs in recorded:
+        # every argument the launcher passes is one the kernel takes (Triton refuses others at the launch)
+        unknown = set(kw) - set(fn.arg_names) - {"num_warps", "num_stages", "launch_pdl"}
+        assert not unknown, (i, fn.__name__, sorted(unknown))
         cst = {p.name: kw[p.name] for p in fn.params if p.is_constexpr}
         sig = {p.name: "constexpr" if p.is_constexpr
                else TYPES[kw[p.name].dtype] if isinstance(kw[p.name], torch.Tensor)

@@ -220,7 +220,8 @@ def _chain_launches(launches, pdl):
     launch before it, the first segment launch does both), and every launch but the first is launched early."""
     pdl = pdl and len(launches) > 1
     for i, (fn, grid, args, opts) in enumerate(launches):
-        args["PDL"] = pdl
+        if "PDL" in fn.arg_names:      # the fused launch has none
+            args["PDL"] = pdl
         if pdl and i > 0:
             launches[i] = (fn, grid, args, dict(opts, launch_pdl=True))
 

@@ -84,9 +84,8 @@ def _gdn_prep_kernel(
     with fewer live registers than one CTA computing both. MMA_V3 (cfg "prep_mma_v3") is not read: it only keys
     Triton's in-process kernel cache, which ignores the env knobs that pick the lowering (lowering.launch_env).
     RANK (two launches, longest first): the CTAs (p < N, 0, 0) also write sequence p's row of the longest-first table
-    (_rank_sequence) that the chain launch reads. PDL: the next launch may start once every CTA has begun (pdl.py)."""
-    if PDL:
-        gdc_launch_dependents()
+    (_rank_sequence) that the chain launch reads. PDL: the next launch may start once every CTA has stored its slot
+    (pdl.py)."""
     io = (q_ptr, k_ptr, a_ptr, b_ptr, ws_ptr, wp_ptr)
     if RANK:
         if (tl.program_id(0) < N) & (tl.program_id(1) == 0) & (tl.program_id(2) == 0):
@@ -97,3 +96,5 @@ def _gdn_prep_kernel(
     else:
         _prep_slot(tl.program_id(0), tl.program_id(1), io, (alog_ptr, dtb_ptr), cu_ptr, N, False, C, SB, NP2,
                    (PREC_QK, PREC_F))
+    if PDL:
+        gdc_launch_dependents()
