@@ -66,8 +66,8 @@ from .chain import ALGO_CHUNK, ALGO_CHUNK_WS, ALGO_CHUNK_WS_T, ALGO_RECURRENT, _
 from .chunk import P_BF16, P_FP16, P_IEEE, P_TF32X3
 from .fused import _gdn_fused_kernel
 from .launch_table import LPT_MIN_N, RECURRENT, pick, table_here
-from .lowering import has_pdl, has_wgmma, launch_env
-from .pdl import HAS_PDL
+from .lowering import has_wgmma, launch_env
+from .pdl import HAS_PDL, has_pdl
 from .prep import _gdn_prep_kernel
 from .segments import _gdn_seg_kernel
 from .shapes import D, HV
@@ -186,12 +186,11 @@ def _launch(algo, q, k, v, state, A_log, a, dt_bias, b, cu_seqlens, scale, outpu
             launches.append((_gdn_prefill_kernel, (D // BV, N * HV, 1),
                              dict(chain_args, perm_ptr=perm, LPT=2 if rank else lpt, ALGO=algo,
                                   MMA_V3=cfg.chain_mma_v3), chain_opts))
-    if on_gpu:
-        _chain_launches(launches, HAS_PDL and has_pdl(q.device))
     if not on_gpu:
         for fn, grid, args, opts in launches:
             fn[grid](**args, **opts)
         return None
+    _dependent_launches(launches, HAS_PDL and has_pdl(q.device))
     # Bind and look up (or compile) every launch, and build each one's argument list (tensors as raw
     # device pointers, which the launcher takes as they are), before issuing the first; then launch
     # the compiled kernels back to back: the official timer charges host time between a call's
@@ -214,10 +213,10 @@ def _launch(algo, q, k, v, state, A_log, a, dt_bias, b, cu_seqlens, scale, outpu
     return compiled[-1]
 
 
-def _chain_launches(launches, pdl):
+def _dependent_launches(launches, pdl):
     """Programmatic dependent launch between the launches of a call of two or three, where the GPU and Triton have it
-    (pdl.py): each takes PDL (the prep lets the next launch start early, a chain or segment launch waits for the
-    launch before it, the first segment launch does both), and every launch but the first is launched early."""
+    (pdl.py): each takes PDL (the prep and the first segment launch let the next launch start, a chain or segment
+    launch waits for the launch before it), and every launch but the first is a dependent launch."""
     pdl = pdl and len(launches) > 1
     for i, (fn, grid, args, opts) in enumerate(launches):
         if "PDL" in fn.arg_names:      # the fused launch has none

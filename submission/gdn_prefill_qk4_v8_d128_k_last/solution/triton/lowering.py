@@ -49,9 +49,3 @@ def launch_env(mma_v3):
 def has_wgmma(device):
     """Whether the GPU has Hopper's wgmma (sm_90 only: a B200, sm_100, has tcgen05 instead)."""
     return torch.cuda.get_device_capability(device)[0] == 9
-
-
-@functools.lru_cache(maxsize=None)
-def has_pdl(device):
-    """Whether the GPU has programmatic dependent launch (griddepcontrol: sm_90 and later, the B200 too)."""
-    return torch.cuda.get_device_capability(device)[0] >= 9

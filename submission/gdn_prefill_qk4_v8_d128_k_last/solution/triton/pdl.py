@@ -5,9 +5,19 @@ once each of its CTAs has stored its slot, the first segment launch as its CTAs 
 once). Measured on an H100 (docs/kernels/prefill.md): the launch gap leaves the span of every T = 8192 call (~1 %);
 letting the chain start as the prep's CTAs begin made it 6 % slower (chain CTAs shared SMs with the prep's last
 wave). The first launch of a call is never dependent: it reads inputs that earlier kernels of the stream wrote."""
+import functools
+
+import torch
+
 try:        # Triton >= 3.4; kernel.py launches without PDL on older versions (HAS_PDL)
     from triton.language.extra.cuda import gdc_launch_dependents, gdc_wait
     HAS_PDL = True
 except ImportError:
     gdc_launch_dependents = gdc_wait = None
     HAS_PDL = False
+
+
+@functools.lru_cache(maxsize=None)
+def has_pdl(device):
+    """Whether the GPU has programmatic dependent launch (griddepcontrol: sm_90 and later, the B200 too)."""
+    return torch.cuda.get_device_capability(device)[0] >= 9
