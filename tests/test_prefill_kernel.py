@@ -415,7 +415,7 @@ LONG_CASES = {   # name: (cu_seqlens, the launch-table row it must take)
     "fused-split-T1400-N20": ([i * 70 for i in range(21)], 6),
     "seg-T2107-N1": ([0, 2107], 7),
     "seg-T2040-N2": ([0, 1879, 2040], 7),
-    "fused-T2999-N40": ([round(i * 2999 / 40) for i in range(41)], 8),
+    "two-launch-T2999-N40": ([round(i * 2999 / 40) for i in range(41)], 8),
     "seg-T8192-N1": ([0, 8192], 9),
     "seg-T5709-N2": ([0, 5258, 5709], 9),
     "two-launch-T8192-N3": ([0, 5000, 5001, 8192], 10),
@@ -522,6 +522,32 @@ def test_gpu_fused_f16_chains_wait_for_the_k_q_copies():
         for seed in range(5):
             poison_workspaces(cu)
             run_and_check(fn, cu, seed=seed, out_atol=2e-3)
+
+
+# the calls of two or three launches: the table's rows with a workspace but no fused launch
+DEPENDENT_CASES = [name for name, (cu, row) in LONG_CASES.items()
+                   if lt.LAUNCH_TABLE[row].config.ws and not lt.LAUNCH_TABLE[row].config.fused]
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("name", DEPENDENT_CASES)
+def test_gpu_dependent_launches_wait_for_the_launch_before(name):
+    # the launches after the first of such a call are programmatic dependent launches (pdl.py): they start before
+    # the launch before them has ended and must wait in the kernel before reading what it wrote. Every workspace
+    # (Tm, P, the k/q copies and gates, the segment maps) is NaN before each call, so a read before the write
+    # poisons the outputs.
+    cu, row = LONG_CASES[name]
+    T, N = cu[-1], len(cu) - 1
+    inputs = make_inputs(cu, 0)
+    out = torch.empty(T, 8, 128, dtype=torch.bfloat16, device=DEVICE)
+    handle = pk._launch(pk.ALGO_CHUNK, *inputs, 0.0, out, torch.empty_like(inputs[3]))
+    assert handle.metadata.launch_pdl               # the call's last launch was a dependent one
+    segs = lt.LAUNCH_TABLE[row].config.segs
+    for seed in range(3):
+        poison_workspaces(cu)
+        for ws in ("seg_e", "seg_x", "seg_h") if segs else ():
+            pk._workspace(ws, N * (segs - 1) * 8 * 128 * 128, torch.float32, DEVICE).fill_(float("nan"))
+        run_and_check(pk.kernel, cu, seed=seed, out_atol=2e-3)
 
 
 @pytest.mark.gpu
