@@ -13,6 +13,7 @@ pytest.importorskip("triton")
 
 COMPILE = r"""
 import torch
+from triton.experimental.gluon._runtime import GluonASTSource
 D = "gdn_prefill_qk4_v8_d128_k_last"
 pk, lt = load_solution(D), load_solution(D, "launch_table")
 arch = int(sys.argv[2])
@@ -96,7 +97,8 @@ for i, row in enumerate(lt.LAUNCH_TABLE):
                 os.environ.pop(k, None)
             os.environ.update({k: v for k, v in knobs.items() if v is not None})
             attrs = {(j,): [["tt.divisibility", 16]] for j, p in enumerate(fn.params) if p.name.endswith("_ptr")}
-            ptx = triton.compile(ASTSource(fn, sig, constexprs=cst, attrs=attrs), target=GPUTarget("cuda", arch, 32),
+            src = GluonASTSource if fn.is_gluon() else ASTSource     # the Gluon chain (chain_gl.py)
+            ptx = triton.compile(src(fn, sig, constexprs=cst, attrs=attrs), target=GPUTarget("cuda", arch, 32),
                                  options=opts).asm["ptx"]
             built[key] = {"kernel": fn.__name__, "wgmma": "wgmma" in ptx, "mma_sync": "mma.sync" in ptx,
                           "tcgen05": "tcgen05" in ptx, "early": opts["launch_pdl"],

@@ -62,6 +62,8 @@ import re
 import torch
 import triton
 
+from .chain_gl import _gdn_chain_gl
+from .chain_glt import _gdn_chain_glt
 from .chain import ALGO_CHUNK, ALGO_CHUNK_WS, ALGO_CHUNK_WS_T, ALGO_RECURRENT, _gdn_prefill_kernel
 from .chunk import P_BF16, P_FP16, P_IEEE, P_TF32X3
 from .fused import _gdn_fused_kernel
@@ -183,7 +185,11 @@ def _launch(algo, q, k, v, state, A_log, a, dt_bias, b, cu_seqlens, scale, outpu
                              chain_opts))
             launches.append((_gdn_seg_kernel, (D // BV, N * (segs - 1), HV), dict(seg_args, PHASE=2), chain_opts))
         else:
-            launches.append((_gdn_prefill_kernel, (D // BV, N * HV, 1),
+            # the untransposed wgmma chain in Gluon (chain_gl.py); off sm_90 cfg is no_wgmma, never chain_mma_v3
+            chain = _gdn_prefill_kernel
+            if on_gpu and cfg.chain_mma_v3 and algo == ALGO_CHUNK_WS:   # BV = 64: the transposed Gluon chain
+                chain = _gdn_chain_glt if BV == 64 else _gdn_chain_gl
+            launches.append((chain, (D // BV, N * HV, 1),
                              dict(chain_args, perm_ptr=perm, LPT=2 if rank else lpt, ALGO=algo,
                                   MMA_V3=cfg.chain_mma_v3), chain_opts))
     if not on_gpu:

@@ -1,0 +1,140 @@
+"""The chain launch of the BV = 64 wgmma row (N >= 25 from 3000 tokens, on sm_90) in Gluon, with the state slice held
+transposed (Ht = S[v0:v0+64, :], [BV, K]) so that every state-dependent dot takes its left operand from registers:
+KH^T = Ht K^T, QH^T = Ht Q^T, X^T = R^T Tm^T, O^T = gamma QH^T + X^T P^T and Ht <- exp(G_C) Ht + (X^T * decay) K, each
+the previous dot's accumulator converted to fp16 in place. Only the chunk's tiles (k and q copies, Tm, P) and gate
+vectors are in shared memory, copied with cp.async at the top of each step into the other of two buffers (chain_gl.py
+says why). BV = 64: a warp group's wgmma has 64 rows. GPU only (Gluon has no interpreter)."""
+from triton.experimental import gluon
+from triton.experimental.gluon import language as gl
+from triton.experimental.gluon.language.nvidia.ampere import async_copy as cp
+from triton.experimental.gluon.language.nvidia.hopper import warpgroup_mma, warpgroup_mma_wait
+
+from .chain_gl import DK, NHK, NHV, _gdc_wait, _issue, _p16_slot
+
+
+@gluon.jit
+def _chunk_regs_t(c0, bos, eos, n, h, v0, v_ptr, wp_ptr, C: gl.constexpr, BV: gl.constexpr, MMA: gl.constexpr):
+    """The chunk at c0's value tile transposed, [BV, C] (bf16, columns past eos 0), and exp(G_C); a chunk past the
+    end reads 0."""
+    VR: gl.constexpr = gl.SliceLayout(1, MMA)
+    TC: gl.constexpr = gl.SliceLayout(0, MMA)
+    j = gl.arange(0, BV, layout=VR)
+    t = gl.arange(0, C, layout=TC)
+    tok = c0 + t
+    vmask = (j < BV)[:, None] & (tok < eos)[None, :]
+    vt = gl.load(v_ptr + tok[None, :] * (NHV * DK) + h * DK + v0 + j[:, None], mask=vmask, other=0.0)
+    egc = gl.load(_gates(c0, bos, n, h, wp_ptr, C) + C - 1, mask=c0 < eos, other=0.0)
+    return vt, egc
+
+
+@gluon.jit
+def _gates(c0, bos, n, h, wp_ptr, C: gl.constexpr):
+    """The gate block (gamma, beta, decay to the chunk end; fp32, [3 C]) of the chunk at c0, head h."""
+    slot = bos // C + n + (c0 - bos) // C
+    return wp_ptr.to(gl.pointer_type(gl.float32)) + (slot * _p16_slot(C) + NHV * C * C + 2 * NHK * C * DK) // 2 + h * (3 * C)
+
+
+@gluon.jit
+def _issue_gates(g_s, b, c0, bos, eos, n, h, wp_ptr, C: gl.constexpr):
+    """cp.async of the chunk at c0's gate block into buffer b of g_s (its own commit group); nothing is read past
+    the sequence's end."""
+    LG: gl.constexpr = gl.BlockedLayout([2], [32], [4], [0])     # 4 C = 256 elements, each once
+    x = gl.arange(0, 4 * C, layout=LG)
+    m = (x < 3 * C) & (c0 < eos)
+    cp.async_copy_global_to_shared(g_s.index(b), _gates(c0, bos, n, h, wp_ptr, C) + x, mask=m)
+    cp.commit_group()
+
+
+@gluon.jit
+def _gdn_chain_glt(
+    q_ptr, k_ptr, v_ptr, s_ptr, alog_ptr, a_ptr, dtb_ptr, b_ptr, cu_ptr, o_ptr, ns_ptr, ws_ptr,
+    wp_ptr, perm_ptr, scale, N, NP2: gl.constexpr, LPT: gl.constexpr,
+    ALGO: gl.constexpr, C: gl.constexpr, BV: gl.constexpr, SB: gl.constexpr, HAS_STATE: gl.constexpr,
+    PREC_QK: gl.constexpr, PREC_F: gl.constexpr, INTERP: gl.constexpr, MMA_V3: gl.constexpr = False,
+    PDL: gl.constexpr = False,
+):
+    """As chain_gl._gdn_chain_gl (same arguments and grid), for BV = 64."""
+    gl.static_assert(LPT != 1, "the chain ranks no sequences here")
+    gl.static_assert(C == 64, "C = 64")
+    gl.static_assert(BV == 64, "one warp group's wgmma has 64 rows: BV = 64")
+    MMA: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[4, 1], instr_shape=[16, 64, 16])
+    DOTA: gl.constexpr = gl.DotOperandLayout(operand_index=0, parent=MMA, k_width=2)
+    VR: gl.constexpr = gl.SliceLayout(1, MMA)
+    TC: gl.constexpr = gl.SliceLayout(0, MMA)
+    SA: gl.constexpr = gl.NVMMASharedLayout.get_default_for([C, DK], gl.float16)
+    ST: gl.constexpr = gl.NVMMASharedLayout.get_default_for([C, C], gl.float16)
+
+    pid_v = gl.program_id(0)
+    pid_nh = gl.program_id(1)
+    h = pid_nh % NHV
+    hq = h // (NHV // NHK)
+    v0 = pid_v * BV
+    if PDL and (LPT == 2):
+        _gdc_wait()
+    if LPT == 2:
+        row = perm_ptr + (pid_nh // NHV) * 4
+        n = gl.load(row)
+        bos = gl.load(row + 1)
+        eos = gl.load(row + 2)
+    else:
+        n = pid_nh // NHV
+        bos = gl.load(cu_ptr + n).to(gl.int32)
+        eos = gl.load(cu_ptr + n + 1).to(gl.int32)
+    vx = gl.arange(0, BV, layout=VR)
+    kx = gl.arange(0, DK, layout=TC)
+    s_off = (n * NHV + h) * (DK * DK) + (v0 + vx[:, None]) * DK + kx[None, :]     # Ht[v, k] = S[v0 + v, k]
+    Ht = gl.zeros([BV, DK], gl.float32, MMA)
+    EARLY: gl.constexpr = PDL and (LPT != 2)
+    if HAS_STATE and EARLY:
+        Ht = gl.load(s_ptr + s_off)
+    if EARLY:
+        _gdc_wait()
+    if HAS_STATE and not EARLY:
+        Ht = gl.load(s_ptr + s_off)
+
+    k_s = gl.allocate_shared_memory(gl.float16, [2, C, DK], SA)
+    q_s = gl.allocate_shared_memory(gl.float16, [2, C, DK], SA)
+    t_s = gl.allocate_shared_memory(gl.float16, [2, C, C], ST)
+    p_s = gl.allocate_shared_memory(gl.float16, [2, C, C], ST)
+    g_s = gl.allocate_shared_memory(gl.float32, [2, 4 * C], gl.SwizzledSharedLayout(1, 1, 1, [0]))
+    bufs = (k_s, q_s, t_s, p_s)
+    _issue_gates(g_s, 0, bos, bos, eos, n, h, wp_ptr, C)
+    _issue(bufs, 0, bos, bos, eos, n, h, hq, ws_ptr, wp_ptr, C)
+    vt, egc = _chunk_regs_t(bos, bos, eos, n, h, v0, v_ptr, wp_ptr, C, BV, MMA)
+    tc = gl.arange(0, C, layout=TC)
+    zero = gl.zeros([BV, C], gl.float32, MMA)
+    nch = (eos - bos + C - 1) // C
+    for i in range(0, nch):
+        c0 = bos + i * C
+        b = i % 2
+        nvt, negc = _chunk_regs_t(c0 + C, bos, eos, n, h, v0, v_ptr, wp_ptr, C, BV, MMA)
+        cp.wait_group(0)            # this chunk's tiles and gates, copied during the step before
+        gl.thread_barrier()         # ... visible to every thread; the other buffer's last readers are done
+        _issue_gates(g_s, 1 - b, c0 + C, bos, eos, n, h, wp_ptr, C)
+        _issue(bufs, 1 - b, c0 + C, bos, eos, n, h, hq, ws_ptr, wp_ptr, C)
+        gb = g_s.index(b)
+        kb = k_s.index(b)
+        ha = gl.convert_layout(Ht.to(gl.float16), DOTA)
+        kh = warpgroup_mma(ha, kb.permute((1, 0)), zero, is_async=True)                  # KH^T [BV, C]
+        kh, ha = warpgroup_mma_wait(0, deps=[kh, ha])
+        gam = gb.slice(0, C).load(TC)
+        Rt = gb.slice(C, C).load(TC)[None, :] * (vt.to(gl.float32) - gam[None, :] * kh)
+        ra = gl.convert_layout(Rt.to(gl.float16), DOTA)
+        x = warpgroup_mma(ra, t_s.index(b).permute((1, 0)), zero, is_async=True)         # X^T = R^T Tm^T
+        # Q H^T off the serial path, its fp16 left operand made again (not kept live across R and X)
+        qa = gl.convert_layout(Ht.to(gl.float16), DOTA)
+        qh = warpgroup_mma(qa, q_s.index(b).permute((1, 0)), zero, is_async=True)        # QH^T
+        x, ra = warpgroup_mma_wait(1, deps=[x, ra])
+        xda = gl.convert_layout((x * gb.slice(2 * C, C).load(TC)[None, :]).to(gl.float16), DOTA)
+        xa = gl.convert_layout(x.to(gl.float16), DOTA)
+        Hn = warpgroup_mma(xda, kb, Ht * egc, is_async=True)                             # [BV, K]
+        qh, qa = warpgroup_mma_wait(1, deps=[qh, qa])     # (the state update is the one still running)
+        O = warpgroup_mma(xa, p_s.index(b).permute((1, 0)), qh * gb.slice(0, C).load(TC)[None, :], is_async=True)
+        Ht, xda = warpgroup_mma_wait(1, deps=[Hn, xda])
+        O, xa = warpgroup_mma_wait(0, deps=[O, xa])
+        tok = c0 + tc
+        o_off = tok[None, :] * (NHV * DK) + h * DK + v0 + vx[:, None]
+        gl.store(o_ptr + o_off, (O * scale).to(gl.bfloat16), mask=(vx < BV)[:, None] & (tok < eos)[None, :])
+        vt, egc = nvt, negc
+    cp.wait_group(0)
+    gl.store(ns_ptr + s_off, Ht)
