@@ -11,19 +11,13 @@ from triton.experimental.gluon import language as gl
 from triton.experimental.gluon.language.nvidia.ampere import async_copy as cp
 from triton.experimental.gluon.language.nvidia.hopper import fence_async_shared, warpgroup_mma, warpgroup_mma_wait
 
-NHK = gl.constexpr(4)
-NHV = gl.constexpr(8)
-DK = gl.constexpr(128)
+from .shapes import DK, NHK, NHV
+from .workspace import _p16_slot
 
 
 @gluon.jit
 def _gdc_wait():
     gl.inline_asm_elementwise("griddepcontrol.wait; // dummy $0", "=r", [], dtype=gl.int32, is_pure=False, pack=1)
-
-
-@gluon.jit
-def _p16_slot(C: gl.constexpr):
-    return NHV * C * C + 2 * NHK * C * DK + 6 * NHV * C
 
 
 @gluon.jit

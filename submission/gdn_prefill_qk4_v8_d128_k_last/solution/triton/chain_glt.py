@@ -9,7 +9,9 @@ from triton.experimental.gluon import language as gl
 from triton.experimental.gluon.language.nvidia.ampere import async_copy as cp
 from triton.experimental.gluon.language.nvidia.hopper import warpgroup_mma, warpgroup_mma_wait
 
-from .chain_gl import DK, NHK, NHV, _gdc_wait, _issue, _p16_slot
+from .chain_gl import _gdc_wait, _issue
+from .shapes import DK, NHK, NHV
+from .workspace import _p16_slot
 
 
 @gluon.jit

@@ -47,6 +47,8 @@ Modules (siblings of this file, imported relatively: the builder imports this fi
     workspace.py     the prep's workspace layout and the fused launch's flag waits
     prep.py          the prep launch: Tm and P of every (chunk, head)
     chain.py         the serial walk of one (sequence, head, value slice) and the chain launch
+    chain_gl.py      the chain launch of the untransposed wgmma rows in Gluon (sm_90; BV = 32)
+    chain_glt.py     the same at BV = 64, the state slice held transposed (register operands)
     recurrent.py     the ablation's token-by-token step
     segments.py      the segment launches (cfg segs)
     fused.py         the fused launch (cfg fused)
@@ -62,8 +64,6 @@ import re
 import torch
 import triton
 
-from .chain_gl import _gdn_chain_gl
-from .chain_glt import _gdn_chain_glt
 from .chain import ALGO_CHUNK, ALGO_CHUNK_WS, ALGO_CHUNK_WS_T, ALGO_RECURRENT, _gdn_prefill_kernel
 from .chunk import P_BF16, P_FP16, P_IEEE, P_TF32X3
 from .fused import _gdn_fused_kernel
@@ -112,6 +112,16 @@ def _precisions(on_gpu, one_launch):
     if not on_gpu:
         return dict(PREC_QK=P_IEEE, PREC_F=P_IEEE)
     return dict(PREC_QK=P_FP16 if one_launch else P_BF16, PREC_F=P_FP16)
+
+
+def _gluon_chain(BV):
+    """The Gluon chain launch of the untransposed wgmma rows: chain_glt.py at BV = 64, chain_gl.py at BV = 32. Imported
+    here, where an sm_90 call needs it, so that no other GPU's path depends on the Gluon API of the Triton at hand."""
+    if BV == 64:
+        from .chain_glt import _gdn_chain_glt
+        return _gdn_chain_glt
+    from .chain_gl import _gdn_chain_gl
+    return _gdn_chain_gl
 
 
 def _launch(algo, q, k, v, state, A_log, a, dt_bias, b, cu_seqlens, scale, output, new_state, cfg=None):
@@ -185,11 +195,9 @@ def _launch(algo, q, k, v, state, A_log, a, dt_bias, b, cu_seqlens, scale, outpu
                              chain_opts))
             launches.append((_gdn_seg_kernel, (D // BV, N * (segs - 1), HV), dict(seg_args, PHASE=2), chain_opts))
         else:
-            # the untransposed wgmma chain in Gluon (chain_gl.py); off sm_90 cfg is no_wgmma, never chain_mma_v3
-            chain = _gdn_prefill_kernel
-            if on_gpu and cfg.chain_mma_v3 and algo == ALGO_CHUNK_WS:   # BV = 64: the transposed Gluon chain
-                chain = _gdn_chain_glt if BV == 64 else _gdn_chain_gl
-            launches.append((chain, (D // BV, N * HV, 1),
+            # the untransposed wgmma rows' chain is in Gluon (off sm_90 cfg is no_wgmma, never chain_mma_v3)
+            gluon = on_gpu and cfg.chain_mma_v3 and algo == ALGO_CHUNK_WS
+            launches.append((_gluon_chain(BV) if gluon else _gdn_prefill_kernel, (D // BV, N * HV, 1),
                              dict(chain_args, perm_ptr=perm, LPT=2 if rank else lpt, ALGO=algo,
                                   MMA_V3=cfg.chain_mma_v3), chain_opts))
     if not on_gpu:
