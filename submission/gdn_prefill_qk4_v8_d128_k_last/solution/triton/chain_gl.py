@@ -21,6 +21,56 @@ def _gdc_wait():
 
 
 @gluon.jit
+def _cta(cu_ptr, perm_ptr, BV: gl.constexpr, LPT: gl.constexpr, PDL: gl.constexpr):
+    """The CTA's sequence n, v-head h, q/k head hq, first value column v0 and tokens [bos, eos): the sequence from
+    the prep's rank table (LPT 2; launched early, after waiting for the prep) or in launch order."""
+    pid_v = gl.program_id(0)
+    pid_nh = gl.program_id(1)
+    h = pid_nh % NHV
+    hq = h // (NHV // NHK)
+    v0 = pid_v * BV
+    if PDL and (LPT == 2):
+        _gdc_wait()
+    if LPT == 2:
+        row = perm_ptr + (pid_nh // NHV) * 4
+        n = gl.load(row)
+        bos = gl.load(row + 1)
+        eos = gl.load(row + 2)
+    else:
+        n = pid_nh // NHV
+        bos = gl.load(cu_ptr + n).to(gl.int32)
+        eos = gl.load(cu_ptr + n + 1).to(gl.int32)
+    return n, h, hq, v0, bos, eos
+
+
+@gluon.jit
+def _tile_buffers(C: gl.constexpr):
+    """Two buffers (one filled while the other is read) of a chunk's k and q copies [C, DK] and its Tm and P [C, C],
+    fp16, laid out for wgmma."""
+    SA: gl.constexpr = gl.NVMMASharedLayout.get_default_for([C, DK], gl.float16)
+    ST: gl.constexpr = gl.NVMMASharedLayout.get_default_for([C, C], gl.float16)
+    k_s = gl.allocate_shared_memory(gl.float16, [2, C, DK], SA)
+    q_s = gl.allocate_shared_memory(gl.float16, [2, C, DK], SA)
+    t_s = gl.allocate_shared_memory(gl.float16, [2, C, C], ST)
+    p_s = gl.allocate_shared_memory(gl.float16, [2, C, C], ST)
+    return k_s, q_s, t_s, p_s
+
+
+@gluon.jit
+def _state_in(ptrs, zeros, HAS_STATE: gl.constexpr, EARLY: gl.constexpr):
+    """The state slice at ptrs (zeros, of its shape and layout, without a state). EARLY (launched early, no rank
+    table to wait for): the state, an input, is loaded before waiting for the prep."""
+    H = zeros
+    if HAS_STATE and EARLY:
+        H = gl.load(ptrs)
+    if EARLY:
+        _gdc_wait()
+    if HAS_STATE and not EARLY:
+        H = gl.load(ptrs)
+    return H
+
+
+@gluon.jit
 def _chunk_regs(c0, bos, eos, n, h, v0, v_ptr, wp_ptr, C: gl.constexpr, BV: gl.constexpr, MMA: gl.constexpr):
     """The chunk at c0's value tile [C, BV] (bf16, rows past eos 0) and its gate vectors gamma, beta, decay to the
     chunk end ([C] each) and exp(G_C), from the prep's gate block; a chunk past the sequence's end reads 0."""
@@ -82,42 +132,15 @@ def _gdn_chain_gl(
     MMA: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[4, 1], instr_shape=[16, BV, 16])
     ROW: gl.constexpr = gl.SliceLayout(1, MMA)
     COL: gl.constexpr = gl.SliceLayout(0, MMA)
-    SA: gl.constexpr = gl.NVMMASharedLayout.get_default_for([C, DK], gl.float16)
-    ST: gl.constexpr = gl.NVMMASharedLayout.get_default_for([C, C], gl.float16)
     SH: gl.constexpr = gl.NVMMASharedLayout.get_default_for([DK, BV], gl.float16)
 
-    pid_v = gl.program_id(0)
-    pid_nh = gl.program_id(1)
-    h = pid_nh % NHV
-    hq = h // (NHV // NHK)
-    v0 = pid_v * BV
-    if PDL and (LPT == 2):
-        _gdc_wait()
-    if LPT == 2:
-        row = perm_ptr + (pid_nh // NHV) * 4
-        n = gl.load(row)
-        bos = gl.load(row + 1)
-        eos = gl.load(row + 2)
-    else:
-        n = pid_nh // NHV
-        bos = gl.load(cu_ptr + n).to(gl.int32)
-        eos = gl.load(cu_ptr + n + 1).to(gl.int32)
+    n, h, hq, v0, bos, eos = _cta(cu_ptr, perm_ptr, BV, LPT, PDL)
     kx = gl.arange(0, DK, layout=ROW)
     vx = gl.arange(0, BV, layout=COL)
     s_off = (n * NHV + h) * (DK * DK) + (v0 + vx[None, :]) * DK + kx[:, None]     # H[k, v] = S[v0 + v, k]
-    H = gl.zeros([DK, BV], gl.float32, MMA)
-    EARLY: gl.constexpr = PDL and (LPT != 2)
-    if HAS_STATE and EARLY:
-        H = gl.load(s_ptr + s_off)
-    if EARLY:
-        _gdc_wait()
-    if HAS_STATE and not EARLY:
-        H = gl.load(s_ptr + s_off)
+    H = _state_in(s_ptr + s_off, gl.zeros([DK, BV], gl.float32, MMA), HAS_STATE, PDL and (LPT != 2))
 
-    k_s = gl.allocate_shared_memory(gl.float16, [2, C, DK], SA)
-    q_s = gl.allocate_shared_memory(gl.float16, [2, C, DK], SA)
-    t_s = gl.allocate_shared_memory(gl.float16, [2, C, C], ST)
-    p_s = gl.allocate_shared_memory(gl.float16, [2, C, C], ST)
+    k_s, q_s, t_s, p_s = _tile_buffers(C)
     h_s = gl.allocate_shared_memory(gl.float16, [DK, BV], SH)     # H, then R and X * decay (rows < C), X (rows >= C)
     bufs = (k_s, q_s, t_s, p_s)
     _issue(bufs, 0, bos, bos, eos, n, h, hq, ws_ptr, wp_ptr, C)

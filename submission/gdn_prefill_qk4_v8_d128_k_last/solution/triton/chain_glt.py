@@ -9,7 +9,7 @@ from triton.experimental.gluon import language as gl
 from triton.experimental.gluon.language.nvidia.ampere import async_copy as cp
 from triton.experimental.gluon.language.nvidia.hopper import warpgroup_mma, warpgroup_mma_wait
 
-from .chain_gl import _gdc_wait, _issue
+from .chain_gl import _cta, _issue, _state_in, _tile_buffers
 from .shapes import DK, NHK, NHV
 from .workspace import _p16_slot
 
@@ -63,41 +63,14 @@ def _gdn_chain_glt(
     DOTA: gl.constexpr = gl.DotOperandLayout(operand_index=0, parent=MMA, k_width=2)
     VR: gl.constexpr = gl.SliceLayout(1, MMA)
     TC: gl.constexpr = gl.SliceLayout(0, MMA)
-    SA: gl.constexpr = gl.NVMMASharedLayout.get_default_for([C, DK], gl.float16)
-    ST: gl.constexpr = gl.NVMMASharedLayout.get_default_for([C, C], gl.float16)
 
-    pid_v = gl.program_id(0)
-    pid_nh = gl.program_id(1)
-    h = pid_nh % NHV
-    hq = h // (NHV // NHK)
-    v0 = pid_v * BV
-    if PDL and (LPT == 2):
-        _gdc_wait()
-    if LPT == 2:
-        row = perm_ptr + (pid_nh // NHV) * 4
-        n = gl.load(row)
-        bos = gl.load(row + 1)
-        eos = gl.load(row + 2)
-    else:
-        n = pid_nh // NHV
-        bos = gl.load(cu_ptr + n).to(gl.int32)
-        eos = gl.load(cu_ptr + n + 1).to(gl.int32)
+    n, h, hq, v0, bos, eos = _cta(cu_ptr, perm_ptr, BV, LPT, PDL)
     vx = gl.arange(0, BV, layout=VR)
     kx = gl.arange(0, DK, layout=TC)
     s_off = (n * NHV + h) * (DK * DK) + (v0 + vx[:, None]) * DK + kx[None, :]     # Ht[v, k] = S[v0 + v, k]
-    Ht = gl.zeros([BV, DK], gl.float32, MMA)
-    EARLY: gl.constexpr = PDL and (LPT != 2)
-    if HAS_STATE and EARLY:
-        Ht = gl.load(s_ptr + s_off)
-    if EARLY:
-        _gdc_wait()
-    if HAS_STATE and not EARLY:
-        Ht = gl.load(s_ptr + s_off)
+    Ht = _state_in(s_ptr + s_off, gl.zeros([BV, DK], gl.float32, MMA), HAS_STATE, PDL and (LPT != 2))
 
-    k_s = gl.allocate_shared_memory(gl.float16, [2, C, DK], SA)
-    q_s = gl.allocate_shared_memory(gl.float16, [2, C, DK], SA)
-    t_s = gl.allocate_shared_memory(gl.float16, [2, C, C], ST)
-    p_s = gl.allocate_shared_memory(gl.float16, [2, C, C], ST)
+    k_s, q_s, t_s, p_s = _tile_buffers(C)
     g_s = gl.allocate_shared_memory(gl.float32, [2, 4 * C], gl.SwizzledSharedLayout(1, 1, 1, [0]))
     bufs = (k_s, q_s, t_s, p_s)
     _issue_gates(g_s, 0, bos, bos, eos, n, h, wp_ptr, C)
