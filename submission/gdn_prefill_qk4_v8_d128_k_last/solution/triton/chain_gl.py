@@ -71,6 +71,14 @@ def _state_in(ptrs, zeros, HAS_STATE: gl.constexpr, EARLY: gl.constexpr):
 
 
 @gluon.jit
+def _gates(c0, bos, n, h, wp_ptr, C: gl.constexpr):
+    """The gate block (gamma, beta, decay to the chunk end; fp32, [3 C]) of the chunk at c0, head h."""
+    slot = bos // C + n + (c0 - bos) // C
+    base = wp_ptr.to(gl.pointer_type(gl.float32))
+    return base + (slot * _p16_slot(C) + NHV * C * C + 2 * NHK * C * DK) // 2 + h * (3 * C)    # workspace._g_off
+
+
+@gluon.jit
 def _chunk_regs(c0, bos, eos, n, h, v0, v_ptr, wp_ptr, C: gl.constexpr, BV: gl.constexpr, MMA: gl.constexpr):
     """The chunk at c0's value tile [C, BV] (bf16, rows past eos 0) and its gate vectors gamma, beta, decay to the
     chunk end ([C] each) and exp(G_C), from the prep's gate block; a chunk past the sequence's end reads 0."""
@@ -82,8 +90,7 @@ def _chunk_regs(c0, bos, eos, n, h, v0, v_ptr, wp_ptr, C: gl.constexpr, BV: gl.c
     vmask = (tok < eos)[:, None] & (j < BV)[None, :]
     v = gl.load(v_ptr + tok[:, None] * (NHV * DK) + h * DK + v0 + j[None, :], mask=vmask, other=0.0)
     inside = c0 < eos
-    slot = bos // C + n + (c0 - bos) // C
-    g = wp_ptr.to(gl.pointer_type(gl.float32)) + (slot * _p16_slot(C) + NHV * C * C + 2 * NHK * C * DK) // 2 + h * (3 * C)
+    g = _gates(c0, bos, n, h, wp_ptr, C)
     gm = (r < C) & inside
     gam = gl.load(g + r, mask=gm, other=0.0)
     beta = gl.load(g + C + r, mask=gm, other=0.0)

@@ -9,9 +9,8 @@ from triton.experimental.gluon import language as gl
 from triton.experimental.gluon.language.nvidia.ampere import async_copy as cp
 from triton.experimental.gluon.language.nvidia.hopper import warpgroup_mma, warpgroup_mma_wait
 
-from .chain_gl import _cta, _issue, _state_in, _tile_buffers
-from .shapes import DK, NHK, NHV
-from .workspace import _p16_slot
+from .chain_gl import _cta, _gates, _issue, _state_in, _tile_buffers
+from .shapes import DK, NHV
 
 
 @gluon.jit
@@ -27,13 +26,6 @@ def _chunk_regs_t(c0, bos, eos, n, h, v0, v_ptr, wp_ptr, C: gl.constexpr, BV: gl
     vt = gl.load(v_ptr + tok[None, :] * (NHV * DK) + h * DK + v0 + j[:, None], mask=vmask, other=0.0)
     egc = gl.load(_gates(c0, bos, n, h, wp_ptr, C) + C - 1, mask=c0 < eos, other=0.0)
     return vt, egc
-
-
-@gluon.jit
-def _gates(c0, bos, n, h, wp_ptr, C: gl.constexpr):
-    """The gate block (gamma, beta, decay to the chunk end; fp32, [3 C]) of the chunk at c0, head h."""
-    slot = bos // C + n + (c0 - bos) // C
-    return wp_ptr.to(gl.pointer_type(gl.float32)) + (slot * _p16_slot(C) + NHV * C * C + 2 * NHK * C * DK) // 2 + h * (3 * C)
 
 
 @gluon.jit
