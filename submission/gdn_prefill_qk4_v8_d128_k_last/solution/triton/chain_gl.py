@@ -17,6 +17,7 @@ from .workspace import _p16_slot
 
 @gluon.jit
 def _gdc_wait():
+    """Wait for the launch before (programmatic dependent launch): pdl.py's gdc_wait, written for Gluon."""
     gl.inline_asm_elementwise("griddepcontrol.wait; // dummy $0", "=r", [], dtype=gl.int32, is_pure=False, pack=1)
 
 
