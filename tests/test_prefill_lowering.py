@@ -130,3 +130,13 @@ def test_wg_rows_get_wgmma_on_hopper_only(arch, kind, tmp_path):
     got = _lowering(arch, "3", tmp_path, kind)
     assert got["wgmma"] == (arch == 90) and not got["tcgen05"] and got["atomics"] == (kind == "fused-wgrow")
     assert arch == 90 or got["mma_sync"]
+
+
+def test_gluon_chains_only_with_the_triton_they_were_written_for():
+    # chain_gl.py / chain_glt.py use Triton 3.6's experimental Gluon API: an older Triton runs chain.py's kernel on
+    # those rows instead, and the first such call says so
+    from tests.solutions import load_solution
+    low = load_solution("gdn_prefill_qk4_v8_d128_k_last", "lowering")
+    assert all(low.has_gluon_chain(v) for v in ("3.6.0", "3.7.1+git8f3c2a1", "4.0.0"))
+    with pytest.warns(UserWarning, match=r"Triton 3\.5\.1 predates the Gluon API .* run the Triton chain"):
+        assert not low.has_gluon_chain("3.5.1")

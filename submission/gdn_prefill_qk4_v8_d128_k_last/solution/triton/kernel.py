@@ -68,7 +68,7 @@ from .chain import ALGO_CHUNK, ALGO_CHUNK_WS, ALGO_CHUNK_WS_T, ALGO_RECURRENT, _
 from .chunk import P_BF16, P_FP16, P_IEEE, P_TF32X3
 from .fused import _gdn_fused_kernel
 from .launch_table import LPT_MIN_N, RECURRENT, pick, table_here
-from .lowering import has_wgmma, launch_env
+from .lowering import has_gluon_chain, has_wgmma, launch_env
 from .pdl import HAS_PDL, has_pdl
 from .prep import _gdn_prep_kernel
 from .segments import _gdn_seg_kernel
@@ -196,7 +196,7 @@ def _launch(algo, q, k, v, state, A_log, a, dt_bias, b, cu_seqlens, scale, outpu
             launches.append((_gdn_seg_kernel, (D // BV, N * (segs - 1), HV), dict(seg_args, PHASE=2), chain_opts))
         else:
             # the untransposed wgmma rows' chain is in Gluon (off sm_90 cfg is no_wgmma, never chain_mma_v3)
-            gluon = on_gpu and cfg.chain_mma_v3 and algo == ALGO_CHUNK_WS
+            gluon = on_gpu and cfg.chain_mma_v3 and algo == ALGO_CHUNK_WS and has_gluon_chain()
             launches.append((_gluon_chain(BV) if gluon else _gdn_prefill_kernel, (D // BV, N * HV, 1),
                              dict(chain_args, perm_ptr=perm, LPT=2 if rank else lpt, ALGO=algo,
                                   MMA_V3=cfg.chain_mma_v3), chain_opts))

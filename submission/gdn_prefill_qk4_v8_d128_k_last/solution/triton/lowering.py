@@ -3,8 +3,11 @@ wgmma for a build that was validated (docs/kernels/prefill.md, "Lowering")."""
 import contextlib
 import functools
 import os
+import re
+import warnings
 
 import torch
+import triton
 
 # Triton 3.6 miscompiles the one-launch chunk loop when its dots are lowered to Hopper wgmma
 # (MMAv3): measured on the H200, wrong outputs (state errors ~2) or an out-of-range shared
@@ -49,3 +52,20 @@ def launch_env(mma_v3):
 def has_wgmma(device):
     """Whether the GPU has Hopper's wgmma (sm_90 only: a B200, sm_100, has tcgen05 instead)."""
     return torch.cuda.get_device_capability(device)[0] == 9
+
+
+# The Gluon chains (chain_gl.py, chain_glt.py) were written against Triton 3.6's Gluon API, an experimental one that
+# changes between releases; with an older Triton the rows they serve run chain.py's kernel at the same config (their
+# build before the Gluon chains), and the first such call says so.
+GLUON_MIN = (3, 6)
+
+
+@functools.lru_cache(maxsize=None)
+def has_gluon_chain(version=triton.__version__):
+    """Whether this Triton (`version`) runs the Gluon chains of the sm_90 wgmma rows; warns once when it does not."""
+    if tuple(int(x) for x in re.findall(r"\d+", version)[:2]) >= GLUON_MIN:
+        return True
+    warnings.warn(f"gdn prefill: Triton {version} predates the Gluon API of the sm_90 chain launches "
+                  f"({'.'.join(map(str, GLUON_MIN))}): the N >= 5 rows from 3000 tokens run the Triton chain "
+                  "(slower; docs/kernels/prefill.md)", stacklevel=2)
+    return False
