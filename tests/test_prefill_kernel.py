@@ -524,6 +524,15 @@ def test_gpu_fused_f16_chains_wait_for_the_k_q_copies():
             run_and_check(fn, cu, seed=seed, out_atol=2e-3)
 
 
+def test_dependent_launches_only_where_gpu_and_triton_have_them():
+    # PDL needs sm_90 or later and Triton's gdc_* (3.4 and later); a GPU that has it under an older Triton says so
+    pdl = load_solution(DEFINITION, "pdl")
+    assert pdl.pdl_usable(9, True) and pdl.pdl_usable(10, True)
+    assert not pdl.pdl_usable(8, True) and not pdl.pdl_usable(8, False)
+    with pytest.warns(UserWarning, match="without programmatic dependent launch"):
+        assert not pdl.pdl_usable(10, False)
+
+
 # the calls of two or three launches: the table's rows with a workspace but no fused launch
 DEPENDENT_CASES = [name for name, (cu, row) in LONG_CASES.items()
                    if lt.LAUNCH_TABLE[row].config.ws and not lt.LAUNCH_TABLE[row].config.fused]

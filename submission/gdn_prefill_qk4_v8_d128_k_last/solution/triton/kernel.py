@@ -58,6 +58,7 @@ Under TRITON_INTERPRET=1 (tensors on the CPU) all dots run on fp32 operands ("ie
 the interpreter's bf16 tl.dot is wrong; on the GPU the operand precisions are the PREC_*
 constexprs (chunk.py).
 """
+import functools
 import math
 import re
 
@@ -69,7 +70,7 @@ from .chunk import P_BF16, P_FP16, P_IEEE, P_TF32X3
 from .fused import _gdn_fused_kernel
 from .launch_table import LPT_MIN_N, RECURRENT, pick, table_here
 from .lowering import has_gluon_chain, has_wgmma, launch_env
-from .pdl import HAS_PDL, has_pdl
+from .pdl import has_pdl
 from .prep import _gdn_prep_kernel
 from .segments import _gdn_seg_kernel
 from .shapes import D, HV
@@ -114,6 +115,7 @@ def _precisions(on_gpu, one_launch):
     return dict(PREC_QK=P_FP16 if one_launch else P_BF16, PREC_F=P_FP16)
 
 
+@functools.lru_cache(maxsize=None)
 def _gluon_chain(BV):
     """The Gluon chain launch of the untransposed wgmma rows: chain_glt.py at BV = 64, chain_gl.py at BV = 32. Imported
     here, where an sm_90 call needs it, so that no other GPU's path depends on the Gluon API of the Triton at hand."""
@@ -204,7 +206,7 @@ def _launch(algo, q, k, v, state, A_log, a, dt_bias, b, cu_seqlens, scale, outpu
         for fn, grid, args, opts in launches:
             fn[grid](**args, **opts)
         return None
-    _dependent_launches(launches, HAS_PDL and has_pdl(q.device))
+    _dependent_launches(launches, has_pdl(q.device))
     # Bind and look up (or compile) every launch, and build each one's argument list (tensors as raw
     # device pointers, which the launcher takes as they are), before issuing the first; then launch
     # the compiled kernels back to back: the official timer charges host time between a call's
