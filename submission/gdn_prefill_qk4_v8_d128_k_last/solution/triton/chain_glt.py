@@ -1,9 +1,12 @@
 """The chain launch of the BV = 64 wgmma row (N >= 25 from 3000 tokens, on sm_90) in Gluon, with the state slice held
 transposed (Ht = S[v0:v0+64, :], [BV, K]) so that every state-dependent dot takes its left operand from registers:
 KH^T = Ht K^T, QH^T = Ht Q^T, X^T = R^T Tm^T, O^T = gamma QH^T + X^T P^T and Ht <- exp(G_C) Ht + (X^T * decay) K, each
-the previous dot's accumulator converted to fp16 in place. Only the chunk's tiles (k and q copies, Tm, P) and gate
-vectors are in shared memory, copied with cp.async at the top of each step into the other of two buffers (chain_gl.py
-says why). BV = 64: a warp group's wgmma has 64 rows. GPU only (Gluon has no interpreter)."""
+the previous dot's accumulator converted to fp16 in place. The chunk's tiles (k and q copies, Tm, P) and gate vectors
+are copied with cp.async at the top of each step into the other of two shared buffers (chain_gl.py says why). The
+value tile and the output, whose rows are tokens in memory but columns in the accumulator, pass through one 8 KB
+shared tile: loaded and stored 16 bytes a thread along the value columns, moved in and out of the accumulator layout
+by ldmatrix / stmatrix (transposed), instead of one 2-byte access per element. BV = 64: a warp group's wgmma has 64
+rows. GPU only (Gluon has no interpreter)."""
 from triton.experimental import gluon
 from triton.experimental.gluon import language as gl
 from triton.experimental.gluon.language.nvidia.ampere import async_copy as cp
@@ -14,16 +17,14 @@ from .shapes import DK, NHV
 
 
 @gluon.jit
-def _chunk_regs_t(c0, bos, eos, n, h, v0, v_ptr, wp_ptr, C: gl.constexpr, BV: gl.constexpr, MMA: gl.constexpr):
-    """The chunk at c0's value tile transposed, [BV, C] (bf16, columns past eos 0), and exp(G_C); a chunk past the
+def _chunk_regs_t(c0, bos, eos, n, h, v0, v_ptr, wp_ptr, C: gl.constexpr, BV: gl.constexpr, OS: gl.constexpr):
+    """The chunk at c0's value tile, [C, BV] (bf16, rows past eos 0; 16 B a thread), and exp(G_C); a chunk past the
     end reads 0."""
-    VR: gl.constexpr = gl.SliceLayout(1, MMA)
-    TC: gl.constexpr = gl.SliceLayout(0, MMA)
-    j = gl.arange(0, BV, layout=VR)
-    t = gl.arange(0, C, layout=TC)
+    j = gl.arange(0, BV, layout=gl.SliceLayout(0, OS))
+    t = gl.arange(0, C, layout=gl.SliceLayout(1, OS))
     tok = c0 + t
-    vmask = (j < BV)[:, None] & (tok < eos)[None, :]
-    vt = gl.load(v_ptr + tok[None, :] * (NHV * DK) + h * DK + v0 + j[:, None], mask=vmask, other=0.0)
+    vmask = (tok < eos)[:, None] & (j < BV)[None, :]
+    vt = gl.load(v_ptr + tok[:, None] * (NHV * DK) + h * DK + v0 + j[None, :], mask=vmask, other=0.0)
     egc = gl.load(_gates(c0, bos, n, h, wp_ptr, C) + C - 1, mask=c0 < eos, other=0.0)
     return vt, egc
 
@@ -55,6 +56,9 @@ def _gdn_chain_glt(
     DOTA: gl.constexpr = gl.DotOperandLayout(operand_index=0, parent=MMA, k_width=2)
     VR: gl.constexpr = gl.SliceLayout(1, MMA)
     TC: gl.constexpr = gl.SliceLayout(0, MMA)
+    OS: gl.constexpr = gl.BlockedLayout([1, 8], [4, 8], [4, 1], [1, 0])      # [C, BV] tiles, 16 B a thread
+    vo = gl.arange(0, BV, layout=gl.SliceLayout(0, OS))
+    to = gl.arange(0, C, layout=gl.SliceLayout(1, OS))
 
     n, h, hq, v0, bos, eos = _cta(cu_ptr, perm_ptr, BV, LPT, PDL)
     vx = gl.arange(0, BV, layout=VR)
@@ -65,27 +69,31 @@ def _gdn_chain_glt(
     k_s, q_s, t_s, p_s = _tile_buffers(C)
     g_s = gl.allocate_shared_memory(gl.float32, [2, 4 * C], gl.SwizzledSharedLayout(1, 1, 1, [0]))
     bufs = (k_s, q_s, t_s, p_s)
+    o_s = gl.allocate_shared_memory(gl.bfloat16, [C, BV], gl.NVMMASharedLayout.get_default_for([C, BV], gl.bfloat16))
+    # the value tile, then the output: each written and read back between barriers
     _issue_gates(g_s, 0, bos, bos, eos, n, h, wp_ptr, C)
     _issue(bufs, 0, bos, bos, eos, n, h, hq, ws_ptr, wp_ptr, C)
-    vt, egc = _chunk_regs_t(bos, bos, eos, n, h, v0, v_ptr, wp_ptr, C, BV, MMA)
-    tc = gl.arange(0, C, layout=TC)
+    vt, egc = _chunk_regs_t(bos, bos, eos, n, h, v0, v_ptr, wp_ptr, C, BV, OS)
     zero = gl.zeros([BV, C], gl.float32, MMA)
     nch = (eos - bos + C - 1) // C
     for i in range(0, nch):
         c0 = bos + i * C
         b = i % 2
-        nvt, negc = _chunk_regs_t(c0 + C, bos, eos, n, h, v0, v_ptr, wp_ptr, C, BV, MMA)
+        nvt, negc = _chunk_regs_t(c0 + C, bos, eos, n, h, v0, v_ptr, wp_ptr, C, BV, OS)
         cp.wait_group(0)            # this chunk's tiles and gates, copied during the step before
         gl.thread_barrier()         # ... visible to every thread; the other buffer's last readers are done
         _issue_gates(g_s, 1 - b, c0 + C, bos, eos, n, h, wp_ptr, C)
         _issue(bufs, 1 - b, c0 + C, bos, eos, n, h, hq, ws_ptr, wp_ptr, C)
+        o_s.store(vt)               # the value tile, to be read back transposed in the accumulator layout
         gb = g_s.index(b)
         kb = k_s.index(b)
         ha = gl.convert_layout(Ht.to(gl.float16), DOTA)
         kh = warpgroup_mma(ha, kb.permute((1, 0)), zero, is_async=True)                  # KH^T [BV, C]
+        gl.thread_barrier()
+        vm = o_s.permute((1, 0)).load(MMA)
         kh, ha = warpgroup_mma_wait(0, deps=[kh, ha])
         gam = gb.slice(0, C).load(TC)
-        Rt = gb.slice(C, C).load(TC)[None, :] * (vt.to(gl.float32) - gam[None, :] * kh)
+        Rt = gb.slice(C, C).load(TC)[None, :] * (vm.to(gl.float32) - gam[None, :] * kh)
         ra = gl.convert_layout(Rt.to(gl.float16), DOTA)
         x = warpgroup_mma(ra, t_s.index(b).permute((1, 0)), zero, is_async=True)         # X^T = R^T Tm^T
         # Q H^T off the serial path, its fp16 left operand made again (not kept live across R and X)
@@ -99,9 +107,12 @@ def _gdn_chain_glt(
         O = warpgroup_mma(xa, p_s.index(b).permute((1, 0)), qh * gb.slice(0, C).load(TC)[None, :], is_async=True)
         Ht, xda = warpgroup_mma_wait(1, deps=[Hn, xda])
         O, xa = warpgroup_mma_wait(0, deps=[O, xa])
-        tok = c0 + tc
-        o_off = tok[None, :] * (NHV * DK) + h * DK + v0 + vx[:, None]
-        gl.store(o_ptr + o_off, (O * scale).to(gl.bfloat16), mask=(vx < BV)[:, None] & (tok < eos)[None, :])
+        gl.thread_barrier()         # every thread has read its part of the value tile
+        o_s.permute((1, 0)).store((O * scale).to(gl.bfloat16))
+        gl.thread_barrier()         # ... and O is in o_s, read back 16 B a thread for the store
+        tok = c0 + to
+        o_off = tok[:, None] * (NHV * DK) + h * DK + v0 + vo[None, :]
+        gl.store(o_ptr + o_off, o_s.load(OS), mask=(tok < eos)[:, None] & (vo < BV)[None, :])
         vt, egc = nvt, negc
     cp.wait_group(0)
     gl.store(ns_ptr + s_off, Ht)
