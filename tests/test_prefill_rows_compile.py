@@ -3,54 +3,26 @@
 mma.sync (no wgmma, no tcgen05). The launcher runs on a pretend GPU: a call of a (T, N) that the row takes is
 planned as on the device (the row's config, or its no_wgmma one off sm_90), and each launch's jit function,
 arguments and lowering knobs are recorded where it would compile, then compiled here for the target with Triton's
-own compiler. Compiles run in a fresh process: the interpreter mode of the CPU tests must not leak into them."""
+own compiler (tools/offline_build.py's plan_call and compile_launch). Compiles run in a fresh process: the
+interpreter mode of the CPU tests must not leak into them. The tool itself is checked at the end."""
+import json
+import os
+import subprocess
+import sys
+
 import pytest
 
-from tests.offline_compile import compile_offline
+from tests.offline_compile import ROOT, compile_offline
 from tests.solutions import load_solution
 
 pytest.importorskip("triton")
 
 COMPILE = r"""
-import torch
-from triton.experimental.gluon._runtime import GluonASTSource
+sys.path.insert(0, os.path.join(sys.argv[1], "tools"))
+from offline_build import compile_launch, plan_call     # the planning and compiling, shared with the tool
 D = "gdn_prefill_qk4_v8_d128_k_last"
 pk, lt = load_solution(D), load_solution(D, "launch_table")
 arch = int(sys.argv[2])
-KNOBS = ("DISABLE_MMA_V3", "DISABLE_MMA_V5")
-
-
-class OnGpu(torch.Tensor):    # q on a pretend GPU: the launcher plans the call as on the device
-    @property
-    def is_cuda(self):
-        return True
-
-
-class Planned(Exception):
-    pass
-
-
-recorded = []
-
-
-class Bound:                  # what warmup returns: indexable by the grid, a launcher that is never called
-    def __getitem__(self, grid):
-        return lambda *a, **k: None
-
-
-def warmup(self, *args, grid, **kw):
-    recorded.append((self, kw, {k: os.environ.get(k) for k in KNOBS}))
-    return Bound()
-
-
-def planned(*a, **k):         # the stream lookup right after every launch is bound: the plan is complete
-    raise Planned
-
-
-triton.runtime.jit.JITFunction.warmup = warmup
-torch.cuda.current_stream = planned
-pk.has_wgmma = lambda device: arch == 90
-pk.has_pdl = lambda device: True
 
 
 def call_of(row_index):
@@ -62,46 +34,22 @@ def call_of(row_index):
     raise AssertionError(f"no probed (T, N) reaches row {row_index}: {lt.LAUNCH_TABLE[row_index]}")
 
 
-def tensors(t, n):
-    bf, f32 = torch.bfloat16, torch.float32
-    cu = torch.linspace(0, t, n + 1).round().to(torch.int64)
-    q = torch.zeros(t, 4, 128, dtype=bf).as_subclass(OnGpu)
-    return (q, torch.zeros(t, 4, 128, dtype=bf), torch.zeros(t, 8, 128, dtype=bf), torch.zeros(n, 8, 128, 128),
-            torch.zeros(8), torch.zeros(t, 8, dtype=bf), torch.zeros(8), torch.zeros(t, 8, dtype=bf), cu, 0.0,
-            torch.zeros(t, 8, 128, dtype=bf), torch.zeros(n, 8, 128, 128, dtype=f32))
-
-
-TYPES = {torch.bfloat16: "*bf16", torch.float16: "*fp16", torch.float32: "*fp32", torch.int32: "*i32",
-         torch.int64: "*i64"}
 built, rows = {}, []
 for i, row in enumerate(lt.LAUNCH_TABLE):
     t, n = call_of(i)
-    recorded.clear()
-    try:
-        pk.kernel(*tensors(t, n))
-    except Planned:
-        pass
     launches = []
-    for fn, kw, knobs in recorded:
+    for fn, kw, knobs in plan_call(pk, t, n, arch):
         # every argument the launcher passes is one the kernel takes (Triton refuses others at the launch)
         unknown = set(kw) - set(fn.arg_names) - {"num_warps", "num_stages", "launch_pdl"}
         assert not unknown, (i, fn.__name__, sorted(unknown))
+        early = kw.get("launch_pdl", False)
         cst = {p.name: kw[p.name] for p in fn.params if p.is_constexpr}
-        sig = {p.name: "constexpr" if p.is_constexpr
-               else TYPES[kw[p.name].dtype] if isinstance(kw[p.name], torch.Tensor)
-               else "fp32" if isinstance(kw[p.name], float) else "i32" for p in fn.params}
-        opts = dict(num_warps=kw["num_warps"], num_stages=kw["num_stages"], launch_pdl=kw.get("launch_pdl", False))
-        key = (fn.__name__, json.dumps(cst, sort_keys=True), json.dumps(opts, sort_keys=True), json.dumps(knobs))
+        key = (fn.__name__, json.dumps(cst, sort_keys=True), kw["num_warps"], kw["num_stages"], early,
+               json.dumps(knobs))
         if key not in built:
-            for k in KNOBS:
-                os.environ.pop(k, None)
-            os.environ.update({k: v for k, v in knobs.items() if v is not None})
-            attrs = {(j,): [["tt.divisibility", 16]] for j, p in enumerate(fn.params) if p.name.endswith("_ptr")}
-            src = GluonASTSource if fn.is_gluon() else ASTSource     # the Gluon chain (chain_gl.py)
-            ptx = triton.compile(src(fn, sig, constexprs=cst, attrs=attrs), target=GPUTarget("cuda", arch, 32),
-                                 options=opts).asm["ptx"]
+            ptx = compile_launch(fn, kw, knobs, arch).asm["ptx"]
             built[key] = {"kernel": fn.__name__, "wgmma": "wgmma" in ptx, "mma_sync": "mma.sync" in ptx,
-                          "tcgen05": "tcgen05" in ptx, "early": opts["launch_pdl"],
+                          "tcgen05": "tcgen05" in ptx, "early": early,
                           "waits": "griddepcontrol.wait" in ptx, "lets_next": "griddepcontrol.launch_dependents" in ptx}
         launches.append(built[key])
     rows.append({"row": i, "T": t, "N": n, "launches": launches})
@@ -139,3 +87,25 @@ def test_every_prefill_row_builds_launch_by_launch(arch, tmp_path):
         assert want and gluon == want, (gluon, want)
     else:
         assert not gluon, gluon
+
+
+def _tool(*args, tmp_path):
+    env = {k: v for k, v in os.environ.items() if k not in ("TRITON_INTERPRET", "DISABLE_MMA_V3", "DISABLE_MMA_V5")}
+    env["TRITON_CACHE_DIR"] = str(tmp_path / "triton-cache")
+    return subprocess.run([sys.executable, str(ROOT / "tools/offline_build.py"), *map(str, args)], env=env,
+                          capture_output=True, text=True, timeout=900)
+
+
+def test_offline_build_tool_reports_each_launch_and_its_loop(tmp_path):
+    # a T = 8192 call of 34 sequences: the prep, then the chain; on sm_90 the chain is the BV = 64 Gluon kernel with
+    # its dots on wgmma inside its chunk loop, on sm_100 the Triton chain on mma.sync; neither spills to the stack
+    for arch, chain, mma in ((90, "_gdn_chain_glt", "HGMMA"), (100, "_gdn_prefill_kernel", "HMMA")):
+        run = _tool(8192, 34, "--arch", arch, "--keep", tmp_path / str(arch), tmp_path=tmp_path)
+        assert run.returncode == 0, run.stderr[-3000:]
+        launches = [json.loads(line) for line in run.stdout.splitlines()]
+        assert [x["kernel"] for x in launches] == ["_gdn_prep_kernel", chain], launches
+        assert launches[1]["loop"] > 0 and launches[1].get(mma, 0) > 0 and launches[1]["stack"] == 0, launches
+        assert "HGMMA" not in launches[1] or arch == 90, launches
+        assert (tmp_path / str(arch) / f"1.{chain}.sm{arch}.ptx").is_file()
+    bad = _tool(5, 6, tmp_path=tmp_path)
+    assert bad.returncode != 0 and "need 1 <= N <= T" in bad.stderr
