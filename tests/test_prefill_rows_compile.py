@@ -6,13 +6,12 @@ arguments and lowering knobs are recorded where it would compile, then compiled 
 own compiler (tools/offline_build.py's plan_call and compile_launch). Compiles run in a fresh process: the
 interpreter mode of the CPU tests must not leak into them. The tool itself is checked at the end."""
 import json
-import os
 import subprocess
 import sys
 
 import pytest
 
-from tests.offline_compile import ROOT, compile_offline
+from tests.offline_compile import ROOT, compile_offline, offline_env
 from tests.solutions import load_solution
 
 pytest.importorskip("triton")
@@ -90,10 +89,8 @@ def test_every_prefill_row_builds_launch_by_launch(arch, tmp_path):
 
 
 def _tool(*args, tmp_path):
-    env = {k: v for k, v in os.environ.items() if k not in ("TRITON_INTERPRET", "DISABLE_MMA_V3", "DISABLE_MMA_V5")}
-    env["TRITON_CACHE_DIR"] = str(tmp_path / "triton-cache")
-    return subprocess.run([sys.executable, str(ROOT / "tools/offline_build.py"), *map(str, args)], env=env,
-                          capture_output=True, text=True, timeout=900)
+    return subprocess.run([sys.executable, str(ROOT / "tools/offline_build.py"), *map(str, args)],
+                          env=offline_env(tmp_path), capture_output=True, text=True, timeout=900)
 
 
 def test_offline_build_tool_reports_each_launch_and_its_loop(tmp_path):
