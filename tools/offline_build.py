@@ -16,6 +16,7 @@ import os
 import re
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 import torch
@@ -133,6 +134,21 @@ def resources(cubin_path, kernel):
     return {"registers": int(reg), "stack": int(stack), "shared": kernel.metadata.shared}
 
 
+def report(pk, args, keep):
+    """One JSON line per launch of the call: its shape, resources and loop mix; its files written to keep."""
+    for i, (fn, kw, knobs) in enumerate(plan_call(pk, args.T, args.N, args.arch)):
+        kernel = compile_launch(fn, kw, knobs, args.arch)
+        stem = keep / f"{i}.{fn.__name__}.sm{args.arch}"
+        cubin = Path(f"{stem}.cubin")
+        cubin.write_bytes(kernel.asm["cubin"])
+        if args.keep:
+            Path(f"{stem}.ptx").write_text(kernel.asm["ptx"])
+            Path(f"{stem}.ttgir").write_text(kernel.asm["ttgir"])
+        shape = {k: kw[k] for k in ("C", "BV", "SB", "num_warps", "num_stages", "launch_pdl") if k in kw}
+        row = {"launch": i, "kernel": fn.__name__, **shape, **resources(cubin, kernel), **loop_mix(cubin)}
+        print(json.dumps(row))
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("T", type=int)
@@ -150,19 +166,10 @@ def main():
     sys.path.insert(0, str(REPO))
     from harness.build.folder_import import import_from_folder
     pk = import_from_folder(args.solution, "kernel", "_offline_prefill")
-    keep = args.keep or Path(os.environ.get("TMPDIR", "/tmp")) / "offline_build"
-    keep.mkdir(parents=True, exist_ok=True)
-    for i, (fn, kw, knobs) in enumerate(plan_call(pk, args.T, args.N, args.arch)):
-        kernel = compile_launch(fn, kw, knobs, args.arch)
-        stem = keep / f"{i}.{fn.__name__}.sm{args.arch}"
-        cubin = Path(f"{stem}.cubin")
-        cubin.write_bytes(kernel.asm["cubin"])
-        if args.keep:
-            Path(f"{stem}.ptx").write_text(kernel.asm["ptx"])
-            Path(f"{stem}.ttgir").write_text(kernel.asm["ttgir"])
-        shape = {k: kw[k] for k in ("C", "BV", "SB", "num_warps", "num_stages", "launch_pdl") if k in kw}
-        row = {"launch": i, "kernel": fn.__name__, **shape, **resources(cubin, kernel), **loop_mix(cubin)}
-        print(json.dumps(row))
+    if args.keep:
+        args.keep.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory() as scratch:     # the cubins the disassembler reads, unless kept
+        report(pk, args, args.keep or Path(scratch))
 
 
 if __name__ == "__main__":
