@@ -346,11 +346,11 @@ def test_launch_table():
     fused3, fused3w, fused_wg = lt.FUSED_WG_3STAGE, lt.FUSED_WG_3STAGE_32, lt.FUSED_WG
     wg, wg32 = lt.TWO_LAUNCH_WG, lt.TWO_LAUNCH_WG32
     pick = lt.pick
-    assert pick(1, 1) is one and pick(90, 1) is one and pick(91, 1) is fused3 and pick(16, 16) is one
-    assert pick(2, 2) is one and pick(100, 2) is one and pick(101, 2) is fused3 and pick(179, 3) is one
+    assert pick(1, 1) is one and pick(150, 1) is one and pick(151, 1) is fused3 and pick(16, 16) is one
+    assert pick(2, 2) is one and pick(180, 2) is one and pick(181, 2) is fused3 and pick(250, 3) is one
     assert (one.C, one.BV, one.num_warps) == (16, 8, 2)
-    assert pick(96, 1) is fused3 and pick(1400, 1) is fused3 and pick(1400, 2) is fused3
-    assert pick(180, 3) is fused3w and pick(1400, 3) is fused3w and pick(180, 4) is fused_wg
+    assert pick(160, 1) is fused3 and pick(1400, 1) is fused3 and pick(1400, 2) is fused3
+    assert pick(251, 3) is fused3w and pick(1400, 3) is fused3w and pick(251, 4) is fused_wg
     assert pick(1400, 57) is fused_wg
     # from 1401 tokens: segments for N <= 2, else two launches (the transposed BV = 32 below 3000 tokens)
     assert pick(1401, 1) is seg and pick(2999, 1) is seg and pick(1401, 2) is seg and pick(8192, 2) is seg

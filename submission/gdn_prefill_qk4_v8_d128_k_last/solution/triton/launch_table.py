@@ -6,12 +6,12 @@ runs the same rows with the configs it timed fastest. Every row was chosen on H2
 100 contest shapes and checked against a float64 reference (official rule, 0 failing elements; output and state max
 abs error ~1e-3 up to T = 8192, N = 57 and a 5258-token sequence). The reason for each row, its figures and the
 candidates that lost are in docs/kernels/prefill.md.
-  T < 180: one launch, C = 16 (SB = 8), BV = 8 with 2 warps (and K K^T / Q K^T on fp16, kernel._precisions),
-            for one sequence up to 90 tokens, two up to 100 tokens and three or more (measured faster than the
-            fused launch there; against BV = 16 with 4 warps on bf16 K K^T / Q K^T: 0.91 of the time below 64
-            tokens, 0.95 from 64 to 179); the other calls of one or two sequences from 91 and 101 tokens: fused, below
-  180 <= T <= 1400: fused (BV = 16, or 32 for N = 3; 3 stages with N <= 3, else 2; its prep role split into Tm
-            and P tickets)
+  T <= 250: one launch, C = 16 (SB = 8), BV = 8 with 2 warps (and K K^T / Q K^T on fp16, kernel._precisions),
+            for one sequence up to 150 tokens, two up to 180 tokens and three or more up to 250 (measured faster
+            than the fused launch there: its 16-token steps cost less than the fused launch's prep latency until
+            the longest sequence has ~10 chunks); the other calls: fused, below
+  T <= 1400: fused (BV = 16, or 32 for N = 3; 3 stages with N <= 3, else 2; its prep role split into Tm and P
+            tickets)
   N <= 2 from 1401 tokens: the prep, then each sequence cut into 3 segments (3 stages)
   N >= 3 from 1401 tokens: two launches (the prep, split into Tm and P CTAs on wgmma, then the chain): the
             transposed BV = 32 with 3 stages (below 3000 tokens, and N = 16..24), BV = 16 untransposed, 3 stages,
@@ -94,11 +94,11 @@ TWO_LAUNCH_WG = _wg(TWO_LAUNCH_WIDE, BV=64, num_stages=2, chain_mma_v3=True)
 TWO_LAUNCH_WG32 = _wg(TWO_LAUNCH_T, BV=32, num_stages=2, chain_mma_v3=True)     # N = 5..15
 
 LAUNCH_TABLE = (
-    Row(90, 1, ONE_LAUNCH),
+    Row(150, 1, ONE_LAUNCH),
     Row(1400, 1, FUSED_WG_3STAGE),
-    Row(100, 2, ONE_LAUNCH),
+    Row(180, 2, ONE_LAUNCH),
     Row(1400, 2, FUSED_WG_3STAGE),
-    Row(179, None, ONE_LAUNCH),
+    Row(250, None, ONE_LAUNCH),
     Row(1400, 3, FUSED_WG_3STAGE_32),
     Row(1400, None, FUSED_WG),
     Row(2999, 2, SEG),
