@@ -400,13 +400,13 @@ def test_entry_point_signature():
 # precisions, official rule; errors must not grow with sequence length)
 LONG_CASES = {   # name: (cu_seqlens, the launch-table row it must take)
     "one-launch-T16-N1": ([0, 16], 0),
-    "one-launch-T90-N1": ([0, 90], 0),
-    "fused3-T91-N1": ([0, 91], 1),
+    "one-launch-T150-N1": ([0, 150], 0),
+    "fused3-T151-N1": ([0, 151], 1),
     "one-launch-T32-N2": ([0, 7, 32], 2),
-    "one-launch-T100-N2": ([0, 1, 100], 2),
-    "fused3-T114-N2": ([0, 100, 114], 3),
+    "one-launch-T180-N2": ([0, 1, 180], 2),
+    "fused3-T181-N2": ([0, 167, 181], 3),
     "one-launch-T16-N3": ([0, 5, 6, 16], 4),
-    "one-launch-T170-N3": ([0, 60, 130, 170], 4),
+    "one-launch-T250-N3": ([0, 60, 130, 250], 4),
     "fused3-T200-N1": ([0, 200], 1),
     "fused3-T983-N2": ([0, 886, 983], 3),
     "fused3-T1400-N3": ([0, 1300, 1301, 1400], 5),
