@@ -122,9 +122,9 @@ def test_chunked_small_chunks(C):
 
 
 def test_kernel_fused_path():
-    # 180 <= T < 3000: the launch table takes the fused launch (Tm and P of every (chunk, head) and the
-    # chains, as roles of one launch); P is kept in bf16 there, which costs output precision
-    # (~2^-9 of the terms), not state precision
+    # two sequences from 181 to 1400 tokens: the launch table takes the fused launch (Tm and P of every
+    # (chunk, head) and the chains, as roles of one launch); P is kept in fp16 there, which costs output
+    # precision (~2^-11 of the terms), not state precision
     assert lt.pick(260, 2).fused
     run_and_check(pk.kernel, [0, 100, 260], seed=6, out_atol=2e-3)
 
