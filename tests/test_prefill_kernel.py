@@ -353,9 +353,11 @@ def test_launch_table():
     assert pick(2, 2) is one and pick(180, 2) is one and pick(181, 2) is fused3 and pick(250, 3) is one
     assert (one.C, one.BV, one.num_warps) == (16, 8, 2)
     assert pick(160, 1) is fused3 and pick(1400, 1) is fused3 and pick(1400, 2) is fused3
-    assert pick(251, 3) is fused3w and pick(1400, 3) is fused3w and pick(251, 4) is fused_wg
-    assert pick(1400, 57) is fused_wg
-    # from 1401 tokens: segments for N <= 2, else two launches (the transposed BV = 32 below 3000 tokens)
+    assert pick(251, 3) is fused3w and pick(899, 3) is fused3w and pick(251, 4) is fused_wg
+    assert pick(899, 57) is fused_wg
+    # N >= 3 from 900 tokens: two launches (the transposed BV = 32 below 3000 tokens)
+    assert pick(900, 3) is wide and pick(1400, 3) is wide and pick(900, 4) is wide and pick(1400, 57) is wide
+    # from 1401 tokens: segments for N <= 2, else two launches
     assert pick(1401, 1) is seg and pick(2999, 1) is seg and pick(1401, 2) is seg and pick(8192, 2) is seg
     assert pick(1401, 3) is wide and pick(1401, 4) is wide and pick(2999, 57) is wide
     assert pick(3000, 3) is two and pick(8192, 4) is two and seg.segs == 3 and seg.trans
@@ -412,10 +414,12 @@ LONG_CASES = {   # name: (cu_seqlens, the launch-table row it must take)
     "one-launch-T250-N3": ([0, 60, 130, 250], 4),
     "fused3-T200-N1": ([0, 200], 1),
     "fused3-T983-N2": ([0, 886, 983], 3),
-    "fused3-T1400-N3": ([0, 1300, 1301, 1400], 5),
+    "fused3-T899-N3": ([0, 800, 801, 899], 5),
     "fused3-T255-N3": ([0, 126, 200, 255], 5),
-    "fused-split-T959-N4": ([0, 303, 600, 601, 959], 6),
-    "fused-split-T1400-N20": ([i * 70 for i in range(21)], 6),
+    "fused-split-T832-N4": ([0, 303, 600, 601, 832], 6),
+    "fused-split-T899-N20": ([round(i * 899 / 20) for i in range(21)], 6),
+    "two-launch-T959-N4": ([0, 303, 600, 601, 959], 8),
+    "two-launch-T1400-N20": ([i * 70 for i in range(21)], 8),
     "seg-T2107-N1": ([0, 2107], 7),
     "seg-T2040-N2": ([0, 1879, 2040], 7),
     "two-launch-T2999-N40": ([round(i * 2999 / 40) for i in range(41)], 8),

@@ -3,18 +3,18 @@
 Keyed on host-known quantities only (T = total tokens, N = sequences: the longest sequence is not known without a
 host sync); rows are scanned in order, the first match wins. A GPU listed in tuned_tables.json (`gdn-harness tune`)
 runs the same rows with the configs it timed fastest. Every row was chosen on timings of the 100 contest shapes
-on an H200 (132 SMs; the one-launch rows' config and bounds on H100s, also 132 SMs) and checked against a float64
-reference (official rule, 0 failing elements; output and state max abs error ~1e-3 up to T = 8192, N = 57 and a
-5258-token sequence). The reason for each row, its figures and the candidates that lost are in
+on an H200 (132 SMs; the one-launch rows' config and bounds and the two-launch rows' 900-token bound on H100s, also
+132 SMs) and checked against a float64 reference (official rule, 0 failing elements; output and state max abs error
+~1e-3 up to T = 8192, N = 57 and a 5258-token sequence). The reason for each row, its figures and the candidates that lost are in
 docs/kernels/prefill.md.
   T <= 250: one launch, C = 16 (SB = 8), BV = 8 with 2 warps (and K K^T / Q K^T on fp16, kernel._precisions),
             for one sequence up to 150 tokens, two up to 180 tokens and three or more up to 250 (measured faster
             than the fused launch there: its 16-token steps cost less than the fused launch's prep latency until
             the longest sequence has ~10 chunks); the other calls: fused, below
-  T <= 1400: fused (BV = 16, or 32 for N = 3; 3 stages with N <= 3, else 2; its prep role split into Tm and P
-            tickets)
+  N <= 2 up to 1400 tokens, N >= 3 up to 899: fused (BV = 16, or 32 for N = 3; 3 stages with N <= 3, else 2;
+            its prep role split into Tm and P tickets)
   N <= 2 from 1401 tokens: the prep, then each sequence cut into 3 segments (3 stages)
-  N >= 3 from 1401 tokens: two launches (the prep, split into Tm and P CTAs on wgmma, then the chain): the
+  N >= 3 from 900 tokens: two launches (the prep, split into Tm and P CTAs on wgmma, then the chain): the
             transposed BV = 32 with 3 stages (below 3000 tokens, and N = 16..24), BV = 16 untransposed, 3 stages,
             longest first (N <= 4: few sequences, so more V slices), BV = 32 on wgmma (N = 5..15), or BV = 64 on
             wgmma (N >= 25: at N = 20 its 320 CTAs would be 1.2 waves of the 264 that fit at once)
