@@ -269,11 +269,11 @@ def test_segment_walk(trans, bv):
     run_and_check(with_cfg(cfg), [0, 5, 5, 130, 131], seed=5, out_atol=2e-3)
 
 
-def test_f16_workspace_holds_the_chunks_k_q_and_gates():
-    # the rows with a workspace: per slot the P workspace holds the 8 heads' P tiles, then fp16 copies of k and q of
-    # the 4 q/k heads (rows past a sequence's end 0; exact but for values below 2^-14), then per v-head gamma =
-    # exp(G), beta and exp(G_end - G) in fp32 (G: the in-chunk cumulative log gate). Checked against the inputs and
-    # float64 gates, slot by slot.
+def test_f16_workspace_holds_tm_p_and_the_chunks_k_q_and_gates():
+    # the rows with a workspace: per slot the Tm workspace holds the 8 heads' Tm = (I + A)^-1, the P workspace the 8
+    # heads' P = (Q K^T) o M tiles, then fp16 copies of k and q of the 4 q/k heads (rows past a sequence's end 0;
+    # exact but for values below 2^-14), then per v-head gamma = exp(G), beta and exp(G_end - G) in fp32 (G: the
+    # in-chunk cumulative log gate). Checked against the inputs and float64 math, slot by slot.
     from reference.gdn_recurrent import gates
     cu, C = [0, 0, 17, 150], 64
     poison_workspaces(cu)
@@ -284,7 +284,10 @@ def test_f16_workspace_holds_the_chunks_k_q_and_gates():
     q, k, a, b = inputs[0], inputs[1], inputs[5], inputs[7]
     g, beta = gates(inputs[4], a, inputs[6], b)
     ws = next(buf for key, buf in pk._WORKSPACES.items() if key[0] == "p16").cpu()
+    tm = next(buf for key, buf in pk._WORKSPACES.items() if key[0] == "tm16").cpu().view(-1, 8, C, C).double()
     per_slot = 8 * C * C + 2 * 4 * C * 128 + 6 * 8 * C
+    lower = torch.ones(C, C, dtype=torch.bool).tril(-1)
+    causal = torch.ones(C, C, dtype=torch.bool).tril()
     checked = 0
     for n in range(len(cu) - 1):
         bos, eos = cu[n], cu[n + 1]
@@ -303,9 +306,19 @@ def test_f16_workspace_holds_the_chunks_k_q_and_gates():
                     assert not kq[hq, which, rows:].any()
             G = torch.cumsum(torch.log(g[c0:c0 + rows]), 0)          # [rows, 8]
             G = torch.cat([G, G[-1:].expand(C - rows, 8)])            # rows past the end add 0
-            want = torch.stack([torch.exp(G), torch.cat([beta[c0:c0 + rows], torch.zeros(C - rows, 8)]),
-                                torch.exp(G[-1:] - G)]).permute(2, 0, 1)   # [8, 3, C]
+            bt = torch.cat([beta[c0:c0 + rows], torch.zeros(C - rows, 8)])   # [C, 8]; 0 past the end
+            want = torch.stack([torch.exp(G), bt, torch.exp(G[-1:] - G)]).permute(2, 0, 1)   # [8, 3, C]
             assert torch.allclose(gb, want, rtol=1e-5, atol=1e-6), (n, j)
+            kc = torch.cat([k[c0:c0 + rows].double(), torch.zeros(C - rows, 4, 128)])
+            qc = torch.cat([q[c0:c0 + rows].double(), torch.zeros(C - rows, 4, 128)])
+            p_ws = blk[:8 * C * C].view(8, C, C).double()
+            for h in range(8):      # fp16 tiles: to about 2^-11 relative
+                decay = torch.exp(G[:, None, h] - G[None, :, h])
+                A = torch.where(lower, bt[:, None, h] * decay, 0.0) * (kc[:, h // 2] @ kc[:, h // 2].T)
+                tm_want = torch.linalg.inv(torch.eye(C, dtype=torch.float64) + A)
+                assert torch.allclose(tm[slot, h], tm_want, rtol=2e-3, atol=1e-4), (n, j, h)
+                p_want = torch.where(causal, decay, 0.0) * (qc[:, h // 2] @ kc[:, h // 2].T)
+                assert torch.allclose(p_ws[h], p_want, rtol=2e-3, atol=1e-4), (n, j, h)
             checked += 1
     assert checked == 4
 
