@@ -312,11 +312,13 @@ def test_f16_workspace_holds_tm_p_and_the_chunks_k_q_and_gates():
             kc = torch.cat([k[c0:c0 + rows].double(), torch.zeros(C - rows, 4, 128)])
             qc = torch.cat([q[c0:c0 + rows].double(), torch.zeros(C - rows, 4, 128)])
             p_ws = blk[:8 * C * C].view(8, C, C).double()
-            for h in range(8):      # fp16 tiles: to about 2^-11 relative
+            # fp16 tiles: to about 2^-11 relative; on the GPU Tm's doubling merges also take fp16 operands
+            tm_tol = dict(rtol=1e-2, atol=2e-3) if ON_GPU else dict(rtol=2e-3, atol=1e-4)
+            for h in range(8):
                 decay = torch.exp(G[:, None, h] - G[None, :, h])
                 A = torch.where(lower, bt[:, None, h] * decay, 0.0) * (kc[:, h // 2] @ kc[:, h // 2].T)
                 tm_want = torch.linalg.inv(torch.eye(C, dtype=torch.float64) + A)
-                assert torch.allclose(tm[slot, h], tm_want, rtol=2e-3, atol=1e-4), (n, j, h)
+                assert torch.allclose(tm[slot, h], tm_want, **tm_tol), (n, j, h)
                 p_want = torch.where(causal, decay, 0.0) * (qc[:, h // 2] @ kc[:, h // 2].T)
                 assert torch.allclose(p_ws[h], p_want, rtol=2e-3, atol=1e-4), (n, j, h)
             checked += 1
