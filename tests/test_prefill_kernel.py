@@ -27,6 +27,12 @@ p16_slot_numel = load_solution(DEFINITION, "workspace").p16_slot_numel   # the P
 D = load_solution(DEFINITION, "shapes").D
 DEVICE = "cuda" if torch.cuda.is_available() else "cpu"
 ON_GPU = DEVICE == "cuda"
+WS_DEVICE = torch.empty(0, device=DEVICE).device     # the launcher keys its workspaces by the inputs' device (cuda:0)
+
+
+def workspace(name):
+    """The launcher's workspace `name` (kernel._workspace) on the tests' device."""
+    return next(buf for (key, dev, _), buf in pk._WORKSPACES.items() if key == name and dev == str(WS_DEVICE))
 
 
 def make_inputs(cu, seed=0, state_std=1.0):
@@ -200,7 +206,7 @@ def test_rank_table_written_by_the_first_launch():
     # index (N = 5 pads the rank vector to 8; three sequences tie at 10 tokens); the chain reads its row from it
     cu = [0, 10, 20, 25, 35, 36]
     run_and_check(with_cfg(replace(lt.TWO_LAUNCH_T, lpt=True)), cu, seed=4, out_atol=2e-3)
-    table = next(b for key, b in pk._WORKSPACES.items() if key[0] == "perm").view(-1, 4)[:, :3].cpu().tolist()
+    table = workspace("perm").view(-1, 4)[:, :3].cpu().tolist()
     order = sorted(range(5), key=lambda i: (-(cu[i + 1] - cu[i]), i))
     assert table == [[i, cu[i], cu[i + 1]] for i in order]
 
@@ -210,7 +216,7 @@ def test_fused_variant_and_its_sync_words():
     # leaves the counters at 0 and the epoch one higher, so the next call waits for fresh flags
     fn = with_cfg(lt.FUSED)
     run_and_check(fn, [0, 17, 18, 150, 300], seed=3, out_atol=2e-3)
-    sync_words = lambda: next(b for key, b in pk._WORKSPACES.items() if key[0] == "sync")  # noqa: E731
+    sync_words = lambda: workspace("sync")  # noqa: E731
     before = int(sync_words()[2])
     run_and_check(fn, [0, 10, 20, 25, 35, 36, 100, 101, 170], seed=4, out_atol=2e-3)  # 8 seqs: longest first
     sync = sync_words().cpu()
@@ -224,8 +230,8 @@ def poison_workspaces(cu, C=64):
     """Fill the fp16 Tm and P workspaces of a C-token call on `cu` with NaN (with their k, q and gate blocks): a
     slot nobody writes then poisons the outputs. Returns the number of slots."""
     nslot = cu[-1] // C + (len(cu) - 1) + 1
-    pk._workspace("tm16", nslot * 8 * C * C, torch.float16, DEVICE).fill_(float("nan"))
-    pk._workspace("p16", nslot * p16_slot_numel(C), torch.float16, DEVICE).fill_(float("nan"))
+    pk._workspace("tm16", nslot * 8 * C * C, torch.float16, WS_DEVICE).fill_(float("nan"))
+    pk._workspace("p16", nslot * p16_slot_numel(C), torch.float16, WS_DEVICE).fill_(float("nan"))
     return nslot
 
 
@@ -236,7 +242,7 @@ def test_fused_prep_tickets_and_their_flag_planes():
     cu = [0, 0, 17, 18, 150, 300]
     nslot = poison_workspaces(cu)
     run_and_check(with_cfg(lt.FUSED), cu, seed=3, out_atol=2e-3)
-    sync = next(b for key, b in pk._WORKSPACES.items() if key[0] == "sync").cpu()
+    sync = workspace("sync").cpu()
     assert sync[:2].tolist() == [0, 0]
     assert (sync[3:3 + 2 * nslot * 8] == int(sync[2])).all(), "both planes hold this call's epoch"
 
@@ -283,8 +289,8 @@ def test_f16_workspace_holds_tm_p_and_the_chunks_k_q_and_gates():
     inputs = [x.cpu() for x in make_inputs(cu, seed=7)]
     q, k, a, b = inputs[0], inputs[1], inputs[5], inputs[7]
     g, beta = gates(inputs[4], a, inputs[6], b)
-    ws = next(buf for key, buf in pk._WORKSPACES.items() if key[0] == "p16").cpu()
-    tm = next(buf for key, buf in pk._WORKSPACES.items() if key[0] == "tm16").cpu().view(-1, 8, C, C).double()
+    ws = workspace("p16").cpu()
+    tm = workspace("tm16").cpu().view(-1, 8, C, C).double()
     per_slot = 8 * C * C + 2 * 4 * C * 128 + 6 * 8 * C
     lower = torch.ones(C, C, dtype=torch.bool).tril(-1)
     causal = torch.ones(C, C, dtype=torch.bool).tril()
@@ -577,7 +583,7 @@ def test_gpu_dependent_launches_wait_for_the_launch_before(name):
     for seed in range(3):
         poison_workspaces(cu)
         for ws in ("seg_e", "seg_x", "seg_h") if segs else ():
-            pk._workspace(ws, N * (segs - 1) * 8 * 128 * 128, torch.float32, DEVICE).fill_(float("nan"))
+            pk._workspace(ws, N * (segs - 1) * 8 * 128 * 128, torch.float32, WS_DEVICE).fill_(float("nan"))
         run_and_check(pk.kernel, cu, seed=seed, out_atol=2e-3)
 
 
