@@ -216,10 +216,9 @@ def test_fused_variant_and_its_sync_words():
     # leaves the counters at 0 and the epoch one higher, so the next call waits for fresh flags
     fn = with_cfg(lt.FUSED)
     run_and_check(fn, [0, 17, 18, 150, 300], seed=3, out_atol=2e-3)
-    sync_words = lambda: workspace("sync")  # noqa: E731
-    before = int(sync_words()[2])
+    before = int(workspace("sync")[2])
     run_and_check(fn, [0, 10, 20, 25, 35, 36, 100, 101, 170], seed=4, out_atol=2e-3)  # 8 seqs: longest first
-    sync = sync_words().cpu()
+    sync = workspace("sync").cpu()
     nslot = 170 // 64 + 8 + 1   # the call's slots (T // C + N + 1); flags past them belong to other calls
     assert sync[:2].tolist() == [0, 0]
     assert int(sync[2]) in (before + 1, 1)          # 1 when the call had to grow (and zero) the words
