@@ -1,8 +1,10 @@
 """The chain launch of the BV = 64 wgmma row (N >= 25 from 3000 tokens, on sm_90) in Gluon, with the state slice held
 transposed (Ht = S[v0:v0+64, :], [BV, K]) so that every state-dependent dot takes its left operand from registers:
 KH^T = Ht K^T, QH^T = Ht Q^T, X^T = R^T Tm^T, O^T = gamma QH^T + X^T P^T and Ht <- exp(G_C) Ht + (X^T * decay) K, each
-the previous dot's accumulator converted to fp16 in place. The chunk's tiles (k and q copies, Tm, P) and gate vectors
-are copied with cp.async at the top of each step into the other of two shared buffers (chain_gl.py says why). The
+the previous dot's accumulator converted to fp16 in place. The chunk's tiles (k and q copies, Tm) and gate vectors
+are copied with cp.async at the top of each step into the other of two shared buffers (chain_gl.py says why). P =
+(Q K^T) o M is computed here, from the q and k tiles beside K H, instead of copied from the prep: the call then moves
+a quarter less workspace through DRAM (the step waited on its tile copies) and the prep's P CTAs only copy q. The
 value tile and the output, whose rows are tokens in memory but columns in the accumulator, pass through one 8 KB
 shared tile: loaded and stored 16 bytes a thread along the value columns, moved in and out of the accumulator layout
 by ldmatrix / stmatrix (transposed), instead of one 2-byte access per element. BV = 64: a warp group's wgmma has 64
@@ -10,7 +12,7 @@ rows. GPU only (Gluon has no interpreter)."""
 from triton.experimental import gluon
 from triton.experimental.gluon import language as gl
 from triton.experimental.gluon.language.nvidia.ampere import async_copy as cp
-from triton.experimental.gluon.language.nvidia.hopper import warpgroup_mma, warpgroup_mma_wait
+from triton.experimental.gluon.language.nvidia.hopper import fence_async_shared, warpgroup_mma, warpgroup_mma_wait
 
 from .chain_gl import _cta, _gates, _issue, _state_in, _tile_buffers
 from .shapes import DK, NHV
@@ -35,7 +37,7 @@ def _issue_gates(g_s, b, c0, bos, eos, n, h, wp_ptr, C: gl.constexpr):
     the sequence's end."""
     LG: gl.constexpr = gl.BlockedLayout([2], [32], [4], [0])     # 4 C = 256 elements, each once
     x = gl.arange(0, 4 * C, layout=LG)
-    m = (x < 3 * C) & (c0 < eos)
+    m = c0 < eos
     cp.async_copy_global_to_shared(g_s.index(b), _gates(c0, bos, n, h, wp_ptr, C) + x, mask=m)
     cp.commit_group()
 
@@ -72,9 +74,11 @@ def _gdn_chain_glt(
     o_s = gl.allocate_shared_memory(gl.bfloat16, [C, BV], gl.NVMMASharedLayout.get_default_for([C, BV], gl.bfloat16))
     # the value tile, then the output: each written and read back between barriers
     _issue_gates(g_s, 0, bos, bos, eos, n, h, wp_ptr, C)
-    _issue(bufs, 0, bos, bos, eos, n, h, hq, ws_ptr, wp_ptr, C)
+    _issue(bufs, 0, bos, bos, eos, n, h, hq, ws_ptr, wp_ptr, C, False)
     vt, egc = _chunk_regs_t(bos, bos, eos, n, h, v0, v_ptr, wp_ptr, C, BV, OS)
     zero = gl.zeros([BV, C], gl.float32, MMA)
+    rr = gl.arange(0, C, layout=VR)
+    rr2 = gl.arange(0, C, layout=TC)
     nch = (eos - bos + C - 1) // C
     for i in range(0, nch):
         c0 = bos + i * C
@@ -83,12 +87,20 @@ def _gdn_chain_glt(
         cp.wait_group(0)            # this chunk's tiles and gates, copied during the step before
         gl.thread_barrier()         # ... visible to every thread; the other buffer's last readers are done
         _issue_gates(g_s, 1 - b, c0 + C, bos, eos, n, h, wp_ptr, C)
-        _issue(bufs, 1 - b, c0 + C, bos, eos, n, h, hq, ws_ptr, wp_ptr, C)
+        _issue(bufs, 1 - b, c0 + C, bos, eos, n, h, hq, ws_ptr, wp_ptr, C, False)
         o_s.store(vt)               # the value tile, to be read back transposed in the accumulator layout
         gb = g_s.index(b)
         kb = k_s.index(b)
+        qk = warpgroup_mma(q_s.index(b), kb.permute((1, 0)), zero, is_async=True)        # Q K^T [C, C]
         ha = gl.convert_layout(Ht.to(gl.float16), DOTA)
         kh = warpgroup_mma(ha, kb.permute((1, 0)), zero, is_async=True)                  # KH^T [BV, C]
+        qk = warpgroup_mma_wait(1, deps=[qk])
+        # P = (Q K^T) o M, M[r, s] = exp(G_r - G_s) for s <= r, into this buffer's P tile (no copy of it is read)
+        G2 = gb.slice(3 * C, C)     # G log2(e)
+        dG = gl.where(rr[:, None] >= rr2[None, :], G2.load(VR)[:, None] - G2.load(TC)[None, :], float("-inf"))
+        pm = qk * gl.exp2(dG)
+        p_s.index(b).store(pm.to(gl.float16))
+        fence_async_shared()        # the P tile's generic stores before the wgmma that reads it
         gl.thread_barrier()
         vm = o_s.permute((1, 0)).load(MMA)
         kh, ha = warpgroup_mma_wait(0, deps=[kh, ha])
