@@ -39,12 +39,12 @@ for i, row in enumerate(lt.LAUNCH_TABLE):
     launches = []
     for fn, kw, knobs in plan_call(pk, t, n, arch):
         # every argument the launcher passes is one the kernel takes (Triton refuses others at the launch)
-        unknown = set(kw) - set(fn.arg_names) - {"num_warps", "num_stages", "launch_pdl", "maxnreg"}
+        unknown = set(kw) - set(fn.arg_names) - {"num_warps", "num_stages", "launch_pdl"}
         assert not unknown, (i, fn.__name__, sorted(unknown))
         early = kw.get("launch_pdl", False)
         cst = {p.name: kw[p.name] for p in fn.params if p.is_constexpr}
         key = (fn.__name__, json.dumps(cst, sort_keys=True), kw["num_warps"], kw["num_stages"], early,
-               kw.get("maxnreg"), json.dumps(knobs))
+               json.dumps(knobs))
         if key not in built:
             ptx = compile_launch(fn, kw, knobs, arch).asm["ptx"]
             built[key] = {"kernel": fn.__name__, "wgmma": "wgmma" in ptx, "mma_sync": "mma.sync" in ptx,

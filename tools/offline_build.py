@@ -89,8 +89,7 @@ def compile_launch(fn, kw, knobs, arch):
     sig = {p.name: "constexpr" if p.is_constexpr
            else TYPES[kw[p.name].dtype] if isinstance(kw[p.name], torch.Tensor)
            else "fp32" if isinstance(kw[p.name], float) else "i32" for p in fn.params}
-    opts = dict(num_warps=kw["num_warps"], num_stages=kw["num_stages"], launch_pdl=kw.get("launch_pdl", False),
-                **({"maxnreg": kw["maxnreg"]} if "maxnreg" in kw else {}))
+    opts = dict(num_warps=kw["num_warps"], num_stages=kw["num_stages"], launch_pdl=kw.get("launch_pdl", False))
     for k in KNOBS:
         os.environ.pop(k, None)
     os.environ.update({k: v for k, v in knobs.items() if v is not None})

@@ -185,12 +185,10 @@ def _launch(algo, q, k, v, state, A_log, a, dt_bias, b, cu_seqlens, scale, outpu
                  and has_gluon_chain())
         ws_p = not (gluon and BV == 64)
         if use_ws:
-            # without the P tiles ptxas takes 170 registers (2 CTAs an SM); at 168, 3 fit as with them
-            opts = prep_opts if ws_p else dict(prep_opts, maxnreg=168)
             launches.append((_gdn_prep_kernel, (nslot, HV, 2), dict(
                 q_ptr=q, k_ptr=k, alog_ptr=A_log, a_ptr=a, dtb_ptr=dt_bias, b_ptr=b, cu_ptr=cu_seqlens,
                 ws_ptr=ws, wp_ptr=wp, perm_ptr=perm, N=N, C=C, SB=SB, NP2=np2, PREC_QK=p["PREC_QK"],
-                PREC_F=p["PREC_F"], MMA_V3=cfg.prep_mma_v3, RANK=rank, WS_P=ws_p), opts))
+                PREC_F=p["PREC_F"], MMA_V3=cfg.prep_mma_v3, RANK=rank, WS_P=ws_p), prep_opts))
             algo = chain_algo
         if segs:
             mats = N * (segs - 1) * HV * D * D      # segment end states E and transitions X (A^T)

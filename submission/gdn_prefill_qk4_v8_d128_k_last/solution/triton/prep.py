@@ -65,15 +65,17 @@ def _prep_slot(slot, h, io, hp, cu_ptr, N, DO_TM: tl.constexpr, C: tl.constexpr,
             tl.store(gp + r, gam)
             tl.store(gp + C + r, beta)
             tl.store(gp + 2 * C + r, dec)
-        else:
+        elif WS_P:
+            k = tl.load(k_ptr + qk_off, mask=valid[:, None], other=0.0)
+            lg, beta = _chunk_gates(a_ptr, b_ptr, tok, valid, h, alog, dtb)
             q = tl.load(q_ptr + qk_off, mask=valid[:, None], other=0.0)
-            if WS_P:
-                k = tl.load(k_ptr + qk_off, mask=valid[:, None], other=0.0)
-                lg, beta = _chunk_gates(a_ptr, b_ptr, tok, valid, h, alog, dtb)
-                P = _chunk_p(q, k, tl.cumsum(lg, axis=0), C, PREC[0])
-                tl.store(wp_ptr + _wp_off(slot, h, C), P.to(wp_ptr.dtype.element_ty))
+            P = _chunk_p(q, k, tl.cumsum(lg, axis=0), C, PREC[0])
+            tl.store(wp_ptr + _wp_off(slot, h, C), P.to(wp_ptr.dtype.element_ty))
             if h % (NHV // NHK) == 0:
                 tl.store(wp_ptr + _kq_off(slot, hq, C) + C * DK, q.to(tl.float16))
+        elif h % (NHV // NHK) == 0:     # no P tiles (the chain computes them): the q copy only
+            q = tl.load(q_ptr + qk_off, mask=valid[:, None], other=0.0)
+            tl.store(wp_ptr + _kq_off(slot, hq, C) + C * DK, q.to(tl.float16))
 
 
 @triton.jit
