@@ -45,15 +45,15 @@ def _cta(cu_ptr, perm_ptr, BV: gl.constexpr, LPT: gl.constexpr, PDL: gl.constexp
 
 
 @gluon.jit
-def _tile_buffers(C: gl.constexpr):
-    """Two buffers (one filled while the other is read) of a chunk's k and q copies [C, DK] and its Tm and P [C, C],
-    fp16, laid out for wgmma."""
+def _tile_buffers(C: gl.constexpr, NP: gl.constexpr = 2):
+    """Two buffers (one filled while the other is read) of a chunk's k and q copies [C, DK] and its Tm [C, C], and
+    NP of its P [C, C], fp16, laid out for wgmma."""
     SA: gl.constexpr = gl.NVMMASharedLayout.get_default_for([C, DK], gl.float16)
     ST: gl.constexpr = gl.NVMMASharedLayout.get_default_for([C, C], gl.float16)
     k_s = gl.allocate_shared_memory(gl.float16, [2, C, DK], SA)
     q_s = gl.allocate_shared_memory(gl.float16, [2, C, DK], SA)
     t_s = gl.allocate_shared_memory(gl.float16, [2, C, C], ST)
-    p_s = gl.allocate_shared_memory(gl.float16, [2, C, C], ST)
+    p_s = gl.allocate_shared_memory(gl.float16, [NP, C, C], ST)
     return k_s, q_s, t_s, p_s
 
 
