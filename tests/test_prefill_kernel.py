@@ -277,8 +277,8 @@ def test_segment_walk(trans, bv):
 def test_f16_workspace_holds_tm_p_and_the_chunks_k_q_and_gates():
     # the rows with a workspace: per slot the Tm workspace holds the 8 heads' Tm = (I + A)^-1, the P workspace the 8
     # heads' P = (Q K^T) o M tiles, then fp16 copies of k and q of the 4 q/k heads (rows past a sequence's end 0;
-    # exact but for values below 2^-14), then per v-head gamma = exp(G), beta and exp(G_end - G) in fp32 (G: the
-    # in-chunk cumulative log gate). Checked against the inputs and float64 math, slot by slot.
+    # exact but for values below 2^-14), then per v-head gamma = exp(G), beta, exp(G_end - G) and G log2(e) in fp32
+    # (G: the in-chunk cumulative log gate). Checked against the inputs and float64 math, slot by slot.
     from reference.gdn_recurrent import gates
     cu, C = [0, 0, 17, 150], 64
     poison_workspaces(cu)
@@ -290,7 +290,7 @@ def test_f16_workspace_holds_tm_p_and_the_chunks_k_q_and_gates():
     g, beta = gates(inputs[4], a, inputs[6], b)
     ws = workspace("p16").cpu()
     tm = workspace("tm16").cpu().view(-1, 8, C, C).double()
-    per_slot = 8 * C * C + 2 * 4 * C * 128 + 6 * 8 * C
+    per_slot = 8 * C * C + 2 * 4 * C * 128 + 8 * 8 * C
     lower = torch.ones(C, C, dtype=torch.bool).tril(-1)
     causal = torch.ones(C, C, dtype=torch.bool).tril()
     checked = 0
@@ -301,7 +301,7 @@ def test_f16_workspace_holds_tm_p_and_the_chunks_k_q_and_gates():
             rows = min(C, eos - c0)
             blk = ws[slot * per_slot:(slot + 1) * per_slot]
             kq = blk[8 * C * C:8 * C * C + 2 * 4 * C * 128].view(4, 2, C, 128)
-            gb = blk[8 * C * C + 2 * 4 * C * 128:].view(torch.float32).view(8, 3, C).double()
+            gb = blk[8 * C * C + 2 * 4 * C * 128:].view(torch.float32).view(8, 4, C).double()
             for hq in range(4):
                 for which, src in ((0, k), (1, q)):
                     got, exp = kq[hq, which, :rows].float(), src[c0:c0 + rows, hq].float()
@@ -312,8 +312,8 @@ def test_f16_workspace_holds_tm_p_and_the_chunks_k_q_and_gates():
             G = torch.cumsum(torch.log(g[c0:c0 + rows]), 0)          # [rows, 8]
             G = torch.cat([G, G[-1:].expand(C - rows, 8)])            # rows past the end add 0
             bt = torch.cat([beta[c0:c0 + rows], torch.zeros(C - rows, 8)])   # [C, 8]; 0 past the end
-            want = torch.stack([torch.exp(G), bt, torch.exp(G[-1:] - G)]).permute(2, 0, 1)   # [8, 3, C]
-            assert torch.allclose(gb, want, rtol=1e-5, atol=1e-6), (n, j)
+            want = torch.stack([torch.exp(G), bt, torch.exp(G[-1:] - G), G / math.log(2)]).permute(2, 0, 1)
+            assert torch.allclose(gb, want, rtol=1e-5, atol=1e-6), (n, j)     # [8, 4, C]
             kc = torch.cat([k[c0:c0 + rows].double(), torch.zeros(C - rows, 4, 128)])
             qc = torch.cat([q[c0:c0 + rows].double(), torch.zeros(C - rows, 4, 128)])
             p_ws = blk[:8 * C * C].view(8, C, C).double()

@@ -45,15 +45,15 @@ def _cta(cu_ptr, perm_ptr, BV: gl.constexpr, LPT: gl.constexpr, PDL: gl.constexp
 
 
 @gluon.jit
-def _tile_buffers(C: gl.constexpr):
-    """Two buffers (one filled while the other is read) of a chunk's k and q copies [C, DK] and its Tm and P [C, C],
-    fp16, laid out for wgmma."""
+def _tile_buffers(C: gl.constexpr, NP: gl.constexpr = 2):
+    """Two buffers (one filled while the other is read) of a chunk's k and q copies [C, DK] and its Tm [C, C], and
+    NP of its P [C, C], fp16, laid out for wgmma."""
     SA: gl.constexpr = gl.NVMMASharedLayout.get_default_for([C, DK], gl.float16)
     ST: gl.constexpr = gl.NVMMASharedLayout.get_default_for([C, C], gl.float16)
     k_s = gl.allocate_shared_memory(gl.float16, [2, C, DK], SA)
     q_s = gl.allocate_shared_memory(gl.float16, [2, C, DK], SA)
     t_s = gl.allocate_shared_memory(gl.float16, [2, C, C], ST)
-    p_s = gl.allocate_shared_memory(gl.float16, [2, C, C], ST)
+    p_s = gl.allocate_shared_memory(gl.float16, [NP, C, C], ST)
     return k_s, q_s, t_s, p_s
 
 
@@ -73,10 +73,10 @@ def _state_in(ptrs, zeros, HAS_STATE: gl.constexpr, EARLY: gl.constexpr):
 
 @gluon.jit
 def _gates(c0, bos, n, h, wp_ptr, C: gl.constexpr):
-    """The gate block (gamma, beta, decay to the chunk end; fp32, [3 C]) of the chunk at c0, head h."""
+    """The gate block (gamma, beta, decay to the chunk end, G; fp32, [4 C]) of the chunk at c0, head h."""
     slot = bos // C + n + (c0 - bos) // C
     base = wp_ptr.to(gl.pointer_type(gl.float32))
-    return base + (slot * _p16_slot(C) + NHV * C * C + 2 * NHK * C * DK) // 2 + h * (3 * C)    # workspace._g_off
+    return base + (slot * _p16_slot(C) + NHV * C * C + 2 * NHK * C * DK) // 2 + h * (4 * C)    # workspace._g_off
 
 
 @gluon.jit
@@ -101,9 +101,9 @@ def _chunk_regs(c0, bos, eos, n, h, v0, v_ptr, wp_ptr, C: gl.constexpr, BV: gl.c
 
 
 @gluon.jit
-def _issue(bufs, b, c0, bos, eos, n, h, hq, ws_ptr, wp_ptr, C: gl.constexpr):
-    """cp.async of the chunk at c0's k and q copies, Tm and P tiles into buffer b of bufs = (k, q, Tm, P); nothing
-    is read for a chunk past the sequence's end (the buffers then hold zeros)."""
+def _issue(bufs, b, c0, bos, eos, n, h, hq, ws_ptr, wp_ptr, C: gl.constexpr, WITH_P: gl.constexpr = True):
+    """cp.async of the chunk at c0's k and q copies, Tm and (WITH_P) P tiles into buffer b of bufs = (k, q, Tm,
+    P); nothing is read for a chunk past the sequence's end (the buffers then hold zeros)."""
     k_s, q_s, t_s, p_s = bufs
     LK: gl.constexpr = gl.BlockedLayout([1, 8], [2, 16], [4, 1], [1, 0])
     LT: gl.constexpr = gl.BlockedLayout([1, 8], [4, 8], [4, 1], [1, 0])
@@ -120,7 +120,8 @@ def _issue(bufs, b, c0, bos, eos, n, h, hq, ws_ptr, wp_ptr, C: gl.constexpr):
     tile = rt[:, None] * C + ct[None, :]
     mt = (rt < lim)[:, None] & (ct < C)[None, :]
     cp.async_copy_global_to_shared(t_s.index(b), ws_ptr + (slot * NHV + h) * (C * C) + tile, mask=mt)
-    cp.async_copy_global_to_shared(p_s.index(b), wp_ptr + slot * _p16_slot(C) + h * (C * C) + tile, mask=mt)
+    if WITH_P:
+        cp.async_copy_global_to_shared(p_s.index(b), wp_ptr + slot * _p16_slot(C) + h * (C * C) + tile, mask=mt)
     cp.commit_group()
 
 

@@ -179,11 +179,16 @@ def _launch(algo, q, k, v, state, A_log, a, dt_bias, b, cu_seqlens, scale, outpu
             MMA_V3=cfg.prep_mma_v3), chain_opts))
     else:
         perm = _workspace("perm", 4 * N, torch.int32, q.device) if rank else cu_seqlens   # else a dummy
+        # the untransposed wgmma rows' chain is in Gluon (off sm_90 cfg is no_wgmma, never chain_mma_v3); at
+        # BV = 64 it computes each chunk's P itself (chain_glt.py), so its prep writes none
+        gluon = (on_gpu and use_ws and not segs and cfg.chain_mma_v3 and chain_algo == ALGO_CHUNK_WS
+                 and has_gluon_chain())
+        ws_p = not (gluon and BV == 64)
         if use_ws:
             launches.append((_gdn_prep_kernel, (nslot, HV, 2), dict(
                 q_ptr=q, k_ptr=k, alog_ptr=A_log, a_ptr=a, dtb_ptr=dt_bias, b_ptr=b, cu_ptr=cu_seqlens,
                 ws_ptr=ws, wp_ptr=wp, perm_ptr=perm, N=N, C=C, SB=SB, NP2=np2, PREC_QK=p["PREC_QK"],
-                PREC_F=p["PREC_F"], MMA_V3=cfg.prep_mma_v3, RANK=rank), prep_opts))
+                PREC_F=p["PREC_F"], MMA_V3=cfg.prep_mma_v3, RANK=rank, WS_P=ws_p), prep_opts))
             algo = chain_algo
         if segs:
             mats = N * (segs - 1) * HV * D * D      # segment end states E and transitions X (A^T)
@@ -197,8 +202,6 @@ def _launch(algo, q, k, v, state, A_log, a, dt_bias, b, cu_seqlens, scale, outpu
                              chain_opts))
             launches.append((_gdn_seg_kernel, (D // BV, N * (segs - 1), HV), dict(seg_args, PHASE=2), chain_opts))
         else:
-            # the untransposed wgmma rows' chain is in Gluon (off sm_90 cfg is no_wgmma, never chain_mma_v3)
-            gluon = on_gpu and cfg.chain_mma_v3 and algo == ALGO_CHUNK_WS and has_gluon_chain()
             launches.append((_gluon_chain(BV) if gluon else _gdn_prefill_kernel, (D // BV, N * HV, 1),
                              dict(chain_args, perm_ptr=perm, LPT=2 if rank else lpt, ALGO=algo,
                                   MMA_V3=cfg.chain_mma_v3), chain_opts))

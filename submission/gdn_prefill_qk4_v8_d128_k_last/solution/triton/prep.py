@@ -29,10 +29,10 @@ def _rank_sequence(p, cu_ptr, perm_ptr, N, NP2: tl.constexpr):
 
 @triton.jit
 def _prep_slot(slot, h, io, hp, cu_ptr, N, DO_TM: tl.constexpr, C: tl.constexpr, SB: tl.constexpr,
-               NP2: tl.constexpr, PREC):
+               NP2: tl.constexpr, PREC, WS_P: tl.constexpr = True):
     """Tm (DO_TM) or else P of workspace slot `slot`, head h, with the fp16 copy of the chunk's k and its gate block
-    (with Tm) or of its q (with P). io = (q_ptr, k_ptr, a_ptr, b_ptr, ws_ptr, wp_ptr), hp = (alog_ptr, dtb_ptr),
-    PREC = (PREC_QK, PREC_F)."""
+    (with Tm) or of its q (with P; the P tile only WS_P). io = (q_ptr, k_ptr, a_ptr, b_ptr, ws_ptr, wp_ptr),
+    hp = (alog_ptr, dtb_ptr), PREC = (PREC_QK, PREC_F)."""
     q_ptr, k_ptr, a_ptr, b_ptr, ws_ptr, wp_ptr = io
     alog_ptr, dtb_ptr = hp
     hq = h // (NHV // NHK)
@@ -55,16 +55,17 @@ def _prep_slot(slot, h, io, hp, cu_ptr, N, DO_TM: tl.constexpr, C: tl.constexpr,
             k = tl.load(k_ptr + qk_off, mask=valid[:, None], other=0.0)
             lg, beta = _chunk_gates(a_ptr, b_ptr, tok, valid, h, alog, dtb)
             G = tl.cumsum(lg, axis=0)
+            gp = wp_ptr.to(tl.pointer_type(tl.float32)) + _g_off(slot, h, C)
+            tl.store(gp + 3 * C + r, G * 1.4426950408889634)    # G log2(e), for the chain's exp2
             Tm = _chunk_tm(k, G, beta, C, SB, PREC[0], PREC[1])
             tl.store(ws_ptr + _ws_off(slot, h, C), Tm.to(ws_ptr.dtype.element_ty))
             if h % (NHV // NHK) == 0:   # one copy per q/k head
                 tl.store(wp_ptr + _kq_off(slot, hq, C), k.to(tl.float16))
             gam, dec, egC = _gate_vectors(G)
-            gp = wp_ptr.to(tl.pointer_type(tl.float32)) + _g_off(slot, h, C)
             tl.store(gp + r, gam)
             tl.store(gp + C + r, beta)
             tl.store(gp + 2 * C + r, dec)
-        else:
+        elif WS_P:
             k = tl.load(k_ptr + qk_off, mask=valid[:, None], other=0.0)
             lg, beta = _chunk_gates(a_ptr, b_ptr, tok, valid, h, alog, dtb)
             q = tl.load(q_ptr + qk_off, mask=valid[:, None], other=0.0)
@@ -72,29 +73,32 @@ def _prep_slot(slot, h, io, hp, cu_ptr, N, DO_TM: tl.constexpr, C: tl.constexpr,
             tl.store(wp_ptr + _wp_off(slot, h, C), P.to(wp_ptr.dtype.element_ty))
             if h % (NHV // NHK) == 0:
                 tl.store(wp_ptr + _kq_off(slot, hq, C) + C * DK, q.to(tl.float16))
+        elif h % (NHV // NHK) == 0:     # no P tiles (the chain computes them): the q copy only
+            q = tl.load(q_ptr + qk_off, mask=valid[:, None], other=0.0)
+            tl.store(wp_ptr + _kq_off(slot, hq, C) + C * DK, q.to(tl.float16))
 
 
 @triton.jit
 def _gdn_prep_kernel(
     q_ptr, k_ptr, alog_ptr, a_ptr, dtb_ptr, b_ptr, cu_ptr, ws_ptr, wp_ptr, perm_ptr, N,
     C: tl.constexpr, SB: tl.constexpr, NP2: tl.constexpr, PREC_QK: tl.constexpr, PREC_F: tl.constexpr,
-    MMA_V3: tl.constexpr = False, RANK: tl.constexpr = False, PDL: tl.constexpr = False,
+    MMA_V3: tl.constexpr = False, RANK: tl.constexpr = False, PDL: tl.constexpr = False, WS_P: tl.constexpr = True,
 ):
     """The prep launch: Tm and P of every (chunk, head), grid (slots, HV, 2): Tm and P in separate CTAs, each path
     with fewer live registers than one CTA computing both. MMA_V3 (cfg "prep_mma_v3") is not read: it only keys
     Triton's in-process kernel cache, which ignores the env knobs that pick the lowering (lowering.launch_env).
     RANK (two launches, longest first): the CTAs (p < N, 0, 0) also write sequence p's row of the longest-first table
     (_rank_sequence) that the chain launch reads. PDL: the next launch may start once every CTA has stored its slot
-    (pdl.py)."""
+    (pdl.py). WS_P False (the BV = 64 Gluon chain, which computes P itself): the P CTAs only copy q."""
     io = (q_ptr, k_ptr, a_ptr, b_ptr, ws_ptr, wp_ptr)
     if RANK:
         if (tl.program_id(0) < N) & (tl.program_id(1) == 0) & (tl.program_id(2) == 0):
             _rank_sequence(tl.program_id(0), cu_ptr, perm_ptr, N, NP2)
     if tl.program_id(2) == 0:
         _prep_slot(tl.program_id(0), tl.program_id(1), io, (alog_ptr, dtb_ptr), cu_ptr, N, True, C, SB, NP2,
-                   (PREC_QK, PREC_F))
+                   (PREC_QK, PREC_F), WS_P)
     else:
         _prep_slot(tl.program_id(0), tl.program_id(1), io, (alog_ptr, dtb_ptr), cu_ptr, N, False, C, SB, NP2,
-                   (PREC_QK, PREC_F))
+                   (PREC_QK, PREC_F), WS_P)
     if PDL:
         gdc_launch_dependents()

@@ -5,7 +5,8 @@ Chunk j of sequence n (tokens from bos) lives in slot bos // C + n + j; the slot
 and all below T // C + N + 1 (floor(b/C) + ceil(L/C) <= floor((b+L)/C) + 1). Per slot:
     Tm workspace (fp16)  the Tm tiles of the NHV heads
     P workspace (fp16)   the P tiles of the NHV heads, then fp16 copies of the chunk's k and q of the NHK q/k heads,
-                         then per v-head the fp32 gate vectors gamma, beta and the decay to the chunk end."""
+                         then per v-head the fp32 gate vectors gamma, beta, the decay to the chunk end and the
+                         cumulative log gate G times log2(e)."""
 import triton
 import triton.language as tl
 
@@ -28,7 +29,7 @@ def _ws_off(slot, h, C: tl.constexpr):
 @triton.jit
 def _p16_slot(C: tl.constexpr):
     """fp16 elements per slot of the P workspace (P tiles, k and q copies, gate blocks)."""
-    return NHV * C * C + 2 * NHK * C * DK + 6 * NHV * C
+    return NHV * C * C + 2 * NHK * C * DK + 8 * NHV * C
 
 
 @triton.jit
@@ -42,8 +43,8 @@ def _wp_off(slot, h, C: tl.constexpr):
 @triton.jit
 def _g_off(slot, h, C: tl.constexpr):
     """fp32-element offset of the gate block of workspace slot `slot`, head h, after the k and q copies in the P
-    workspace: gamma, beta and the decay to the chunk end (_gate_vectors) of the chunk's C rows."""
-    return (slot * _p16_slot(C) + NHV * C * C + 2 * NHK * C * DK) // 2 + h * (3 * C)
+    workspace: gamma, beta and the decay to the chunk end (_gate_vectors), then G log2(e), of the chunk's C rows."""
+    return (slot * _p16_slot(C) + NHV * C * C + 2 * NHK * C * DK) // 2 + h * (4 * C)
 
 
 @triton.jit
