@@ -48,6 +48,7 @@ cst = dict(NP2=2, LPT=False, CHAIN_ALGO=chain_algo,
            MMA_V3=cfg.prep_mma_v3,
            C=C, BV=cfg.BV, SB=SB, PHASE=phase, NSEG=cfg.segs, PREC_C=chunk.P_TF32X3,
            HAS_STATE=True, INTERP=False, RANK=False, PDL=not fused and (trans or prep or wg or bool(phase)),
+           WS_P=True,   # the prep of a Triton chain (TWO_LAUNCH_WIDE) writes P tiles
            **pk._precisions(True, one_launch=not cfg.ws))   # the dots' operand precisions as _launch on a GPU
 if cfg.ws:     # fp16 workspaces
     types.update(ws_ptr="*fp16", wp_ptr="*fp16")
