@@ -79,6 +79,9 @@ def plan_call(pk, t, n, arch):
         pk.kernel(*_call_inputs(t, n))
     except _Planned:
         pass
+    if not recorded:       # the stream lookup came before the launches' warmups: nothing to compile, say so
+        raise RuntimeError(f"the launcher planned no launch for {t}/{n}: plan_call ends at its stream lookup, "
+                           "which must follow the last launch's warmup")
     return recorded
 
 
