@@ -20,8 +20,8 @@ that lost are in docs/kernels/prefill.md.
             wgmma (N >= 25: at N = 20 its 320 CTAs would be 1.2 waves of the 264 that fit at once)
   on an sm_90 GPU (_wg): the fused rows and the N = 5..15 and N >= 25 two-launch rows run the chain untransposed
             on wgmma, 2 stages; off sm_90 each runs the config it replaced (no_wgmma)
-B200 (148 SMs, sm_100a): UNMEASURED. The thresholds, the V splits and the segment count (3: its first launch has 24
-CTAs per head and sequence, 192 for one sequence, within the 264 that fit at once on 132 SMs; 148 SMs fit 296) come
+B200 (148 SMs, sm_100a): UNMEASURED. The thresholds, the V splits and the segment count (3: its first launch has 32
+CTAs per head and sequence, 256 for one sequence, within the 264 that fit at once on 132 SMs; 148 SMs fit 296) come
 from H200 timings only; every row is correct on any GPU (same code, mma.sync path), with two differences: the prep
 of every row with one (two launches, segments, fused) is wgmma on the H200 and mma.sync on a B200 (MMAv5
 stays off); and the rows built by _wg run their no_wgmma config there (the H200 table's mma.sync configs), since
