@@ -9,10 +9,13 @@ looser state bound.
 """
 import math
 import os
+import types
 from dataclasses import replace
 
 import pytest
 import torch
+import triton
+import triton.compiler.compiler
 
 if not torch.cuda.is_available():
     os.environ.setdefault("TRITON_INTERPRET", "1")
@@ -603,3 +606,59 @@ def test_gpu_fused_variant(cu):
         fn = with_cfg(cfg)
         for seed in (11, 12):
             run_and_check(fn, cu, seed=seed, out_atol=2e-3)
+
+
+class _RecordingKernel:
+    """A compiled kernel as Triton's runner sees it (CompiledKernel's attributes), whose launcher is Triton's own
+    CudaLauncher class with the C function replaced by a recorder (no GPU, no compiled module)."""
+
+    def __init__(self, calls, **launcher_attrs):
+        from triton.backends.nvidia.driver import CudaLauncher
+        self._run = CudaLauncher.__new__(CudaLauncher)
+        attrs = dict(dict(num_ctas=1, global_scratch_size=0, global_scratch_align=1, profile_scratch_size=0,
+                          profile_scratch_align=1, launch_cooperative_grid=False, launch_pdl=True), **launcher_attrs)
+        for name, value in attrs.items():
+            setattr(self._run, name, value)
+        self._run.launch = lambda *a: calls.append(a)
+        self.function, self.packed_metadata, self.name = 1234, (4, 1, 107008), "k"
+        self.src = types.SimpleNamespace(fn=types.SimpleNamespace(launch_metadata=None))
+
+    def _init_handles(self):
+        pass
+
+    run = property(lambda self: self._run)
+    launch_metadata = triton.compiler.compiler.CompiledKernel.launch_metadata
+    __getitem__ = triton.compiler.compiler.CompiledKernel.__getitem__
+
+
+def test_lean_launch_hands_the_c_launcher_what_tritons_runner_does():
+    # the bound launch skips Triton's Python layers between launches; the C function must get the same grid,
+    # stream, function, flags, metadata and kernel arguments, and no hook call (the hook chains are empty)
+    argv, grid = [111, 222, 0.5, 3, 4, True], (4, 32, 1)
+    via_triton, lean = [], []
+    _RecordingKernel(via_triton)[grid](*argv, stream=77)
+    launch, args = pk._issue(_RecordingKernel(lean), grid, 77, argv)
+    launch(*args)
+    assert len(via_triton) == len(lean) == 1
+    t, ours = via_triton[0], lean[0]
+    assert ours[:10] == t[:10] and ours[13:] == t[13:]      # all but the launch metadata and the two hook chains
+    assert t[11] is not None and t[12] is not None and not t[11].calls and not t[12].calls
+    assert ours[10:13] == (None, None, None) and ours[:5] == (4, 32, 1, 77, 1234) and ours[13:] == tuple(argv)
+
+
+def test_lean_launch_refused_where_triton_must_run_its_own_layers():
+    argv, grid = [1, 2], (1, 1, 1)
+    for attrs in ({"global_scratch_size": 64}, {"profile_scratch_size": 8}):
+        pk._warn_once.cache_clear()
+        with pytest.warns(UserWarning, match="scratch memory"):
+            launch, args = pk._issue(_RecordingKernel([], **attrs), grid, 5, argv)
+        assert args == argv
+    hook = lambda metadata: None  # noqa: E731
+    triton.knobs.runtime.launch_enter_hook.add(hook)
+    try:
+        pk._warn_once.cache_clear()
+        with pytest.warns(UserWarning, match="launch_enter_hook is set"):
+            launch, args = pk._issue(_RecordingKernel([]), grid, 5, argv)
+        assert args == argv
+    finally:
+        triton.knobs.runtime.launch_enter_hook.remove(hook)

@@ -61,6 +61,7 @@ constexprs (chunk.py).
 import functools
 import math
 import re
+import warnings
 
 import torch
 import triton
@@ -217,19 +218,59 @@ def _launch(algo, q, k, v, state, A_log, a, dt_bias, b, cu_seqlens, scale, outpu
     # gap of ~25 us (H200, Triton 3.6), more than the prep's GPU time below ~2000 tokens.
     if _BIND_FIRST and _LAUNCH_BOUND:
         compiled, ready = [], []
+        stream = torch.cuda.current_stream(q.device).cuda_stream
         for fn, grid, args, opts in launches:
             with launch_env(args.get("MMA_V3", False)):
                 compiled.append(fn.warmup(grid=grid, **args, **opts))
-            ready.append((compiled[-1][grid], [_raw(name, args[name], q.device) for name in fn.arg_names]))
-        stream = torch.cuda.current_stream(q.device).cuda_stream
-        for run, argv in ready:
-            run(*argv, stream=stream)
+            argv = [_raw(name, args[name], q.device) for name in fn.arg_names]
+            ready.append(_issue(compiled[-1], grid, stream, argv))
+        for launch, argv in ready:
+            launch(*argv)
     else:   # the plain path (Triton < 3.3)
         compiled = []
         for fn, grid, args, opts in launches:
             with launch_env(args.get("MMA_V3", False)):
                 compiled.append(fn[grid](**args, **opts))
     return compiled[-1]
+
+
+def _issue(kernel, grid, stream, argv):
+    """(launch, arguments): a call that issues the compiled `kernel` on `grid` and `stream`. Where Triton's launcher has
+    the layout this was written against (Triton 3.6: CompiledKernel.run is a CudaLauncher whose C function `launch`
+    takes the grid, stream, function, cooperative and PDL flags and two scratch buffers, then what the runner of
+    CompiledKernel.__getitem__ passes), that C function with every argument bound: the Python layers between (the
+    runner, launch metadata, the launch hook chains, scratch allocation) cost host time, which the official timer
+    charges between a call's launches (measured below, docs/kernels/prefill.md, "Between launches"). Otherwise
+    (launch hooks set, e.g. a profiler; scratch memory; another launcher) Triton's runner, with a warning."""
+    launcher = kernel.run
+    why = _lean_refused(launcher)
+    if why:
+        _warn_once(f"gdn prefill: Triton's launch path between launches ({why}); correct, but the host time between "
+                   "a call's launches is charged by the official timer")
+        run = kernel[grid]
+        return (lambda *a: run(*a, stream=stream)), argv
+    return launcher.launch, (*grid, stream, kernel.function, launcher.launch_cooperative_grid, launcher.launch_pdl,
+                             None, None, kernel.packed_metadata, None, None, None, *argv)
+
+
+def _lean_refused(launcher):
+    """Why a bare call of `launcher`'s C function would not do what Triton's runner does, or None."""
+    if not all(hasattr(launcher, n) for n in ("launch", "launch_cooperative_grid", "launch_pdl",
+                                               "global_scratch_size", "profile_scratch_size")):
+        return f"unknown launcher {type(launcher).__name__}"
+    if launcher.global_scratch_size or launcher.profile_scratch_size:
+        return "the kernel needs scratch memory"
+    runtime = getattr(getattr(triton, "knobs", None), "runtime", None)
+    for name in ("launch_enter_hook", "launch_exit_hook"):
+        hook = getattr(runtime, name, "absent")
+        if hook is not None and getattr(hook, "calls", None) != []:
+            return f"triton.knobs.runtime.{name} is set" if hook != "absent" else "no triton.knobs"
+    return None
+
+
+@functools.lru_cache(maxsize=None)
+def _warn_once(message):
+    warnings.warn(message, stacklevel=3)
 
 
 def _dependent_launches(launches, pdl):
