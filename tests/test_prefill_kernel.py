@@ -634,6 +634,8 @@ class _RecordingKernel:
 def test_lean_launch_hands_the_c_launcher_what_tritons_runner_does():
     # the bound launch skips Triton's Python layers between launches; the C function must get the same grid,
     # stream, function, flags, metadata and kernel arguments, and no hook call (the hook chains are empty)
+    if pk._triton_version(triton.__version__) != (3, 6):
+        pytest.skip(f"the lean launch is for Triton 3.6 (here {triton.__version__}: the refusal is tested below)")
     argv, grid = [111, 222, 0.5, 3, 4, True], (4, 32, 1)
     via_triton, lean = [], []
     _RecordingKernel(via_triton)[grid](*argv, stream=77)
@@ -646,8 +648,14 @@ def test_lean_launch_hands_the_c_launcher_what_tritons_runner_does():
     assert ours[10:13] == (None, None, None) and ours[:5] == (4, 32, 1, 77, 1234) and ours[13:] == tuple(argv)
 
 
-def test_lean_launch_refused_where_triton_must_run_its_own_layers():
+def test_lean_launch_refused_where_triton_must_run_its_own_layers(monkeypatch):
     argv, grid = [1, 2], (1, 1, 1)
+    monkeypatch.setattr(triton, "__version__", "3.7.0")
+    pk._warn_once.cache_clear()
+    with pytest.warns(UserWarning, match="checked on 3.6 only"):
+        launch, args = pk._issue(_RecordingKernel([]), grid, 5, argv)
+    assert args == argv
+    monkeypatch.setattr(triton, "__version__", "3.6.0")
     for attrs in ({"global_scratch_size": 64}, {"profile_scratch_size": 8}):
         pk._warn_once.cache_clear()
         with pytest.warns(UserWarning, match="scratch memory"):

@@ -82,11 +82,15 @@ _WORKSPACES = {}
 _BIND_FIRST = True
 
 
+def _triton_version(version):
+    return tuple(int(x) for x in re.findall(r"\d+", version)[:2])
+
+
 def _triton_passes_constexprs(version):
     """Triton >= 3.3 hands a compiled kernel's launcher every argument, constexprs included (what the
     bound-first launch below does); earlier versions hand it the non-constexpr ones only, so there the
     plain launch path is used: correct, with the host time between the two launches."""
-    return tuple(int(x) for x in re.findall(r"\d+", version)[:2]) >= (3, 3)
+    return _triton_version(version) >= (3, 3)
 
 
 _LAUNCH_BOUND = _triton_passes_constexprs(triton.__version__)
@@ -240,7 +244,8 @@ def _issue(kernel, grid, stream, argv):
     takes the grid, stream, function, cooperative and PDL flags and two scratch buffers, then what the runner of
     CompiledKernel.__getitem__ passes), that C function with every argument bound: the Python layers between (the
     runner, launch metadata, the launch hook chains, scratch allocation) cost host time, which the official timer
-    charges between a call's launches (measured below, docs/kernels/prefill.md, "Between launches"). Otherwise
+    charges between a call's launches (docs/kernels/prefill.md, "Where the time goes (two or three launches ...)":
+    22 us from the prep's launch call to the chain's with Triton's runner, one H100 under CUPTI). Otherwise
     (launch hooks set, e.g. a profiler; scratch memory; another launcher) Triton's runner, with a warning."""
     launcher = kernel.run
     why = _lean_refused(launcher)
@@ -255,6 +260,8 @@ def _issue(kernel, grid, stream, argv):
 
 def _lean_refused(launcher):
     """Why a bare call of `launcher`'s C function would not do what Triton's runner does, or None."""
+    if _triton_version(triton.__version__)[:2] != (3, 6):
+        return f"Triton {triton.__version__}: its launcher's arguments were checked on 3.6 only"
     if not all(hasattr(launcher, n) for n in ("launch", "launch_cooperative_grid", "launch_pdl",
                                                "global_scratch_size", "profile_scratch_size")):
         return f"unknown launcher {type(launcher).__name__}"
