@@ -221,13 +221,13 @@ def _launch(algo, q, k, v, state, A_log, a, dt_bias, b, cu_seqlens, scale, outpu
     # kernels, not before its first. Triton's full launch path between prep and chain left a
     # gap of ~25 us (H200, Triton 3.6), more than the prep's GPU time below ~2000 tokens.
     if _BIND_FIRST and _LAUNCH_BOUND:
-        compiled, ready = [], []
-        stream = torch.cuda.current_stream(q.device).cuda_stream
+        compiled, argvs = [], []
         for fn, grid, args, opts in launches:
             with launch_env(args.get("MMA_V3", False)):
                 compiled.append(fn.warmup(grid=grid, **args, **opts))
-            argv = [_raw(name, args[name], q.device) for name in fn.arg_names]
-            ready.append(_issue(compiled[-1], grid, stream, argv))
+            argvs.append([_raw(name, args[name], q.device) for name in fn.arg_names])
+        stream = torch.cuda.current_stream(q.device).cuda_stream
+        ready = [_issue(kernel, launch[1], stream, argv) for kernel, launch, argv in zip(compiled, launches, argvs)]
         for launch, argv in ready:
             launch(*argv)
     else:   # the plain path (Triton < 3.3)
