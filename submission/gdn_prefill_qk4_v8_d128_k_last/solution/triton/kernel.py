@@ -227,7 +227,8 @@ def _launch(algo, q, k, v, state, A_log, a, dt_bias, b, cu_seqlens, scale, outpu
                 compiled.append(fn.warmup(grid=grid, **args, **opts))
             argvs.append([_raw(name, args[name], q.device) for name in fn.arg_names])
         stream = torch.cuda.current_stream(q.device).cuda_stream
-        ready = [_issue(kernel, launch[1], stream, argv) for kernel, launch, argv in zip(compiled, launches, argvs)]
+        ready = [_issue(kernel, grid, stream, argv)
+                 for kernel, (_, grid, _, _), argv in zip(compiled, launches, argvs)]
         for launch, argv in ready:
             launch(*argv)
     else:   # the plain path (Triton < 3.3)
@@ -260,7 +261,7 @@ def _issue(kernel, grid, stream, argv):
 
 def _lean_refused(launcher):
     """Why a bare call of `launcher`'s C function would not do what Triton's runner does, or None."""
-    if _triton_version(triton.__version__)[:2] != (3, 6):
+    if _triton_version(triton.__version__) != (3, 6):
         return f"Triton {triton.__version__}: its launcher's arguments were checked on 3.6 only"
     if not all(hasattr(launcher, n) for n in ("launch", "launch_cooperative_grid", "launch_pdl",
                                                "global_scratch_size", "profile_scratch_size")):
