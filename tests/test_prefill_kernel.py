@@ -343,7 +343,7 @@ def test_segment_walk_refuses_what_it_cannot_run():
 def test_rows_with_a_prep_take_it_on_mma_v3_and_fuse_it_up_to_1400_tokens():
     # every two-launch row (the segment rows included) and the fused rows (up to 1400 tokens)
     rows = [(row.max_t, row.config) for row in lt.LAUNCH_TABLE if row.config.ws]
-    assert len(rows) == 11
+    assert len(rows) == 12
     for max_t, cfg in rows:
         assert cfg.prep_mma_v3 and (cfg.no_wgmma is None or cfg.no_wgmma.prep_mma_v3), (max_t, cfg)
         assert cfg.fused == (max_t is not None and max_t <= 1400), (max_t, cfg)
@@ -367,7 +367,7 @@ def test_bound_launch_only_where_triton_hands_constexprs_to_the_launcher():
 
 def test_launch_table():
     one, two, wide = lt.ONE_LAUNCH, lt.TWO_LAUNCH_LPT, lt.TWO_LAUNCH_WIDE
-    two_t, seg = lt.TWO_LAUNCH_T, lt.SEG
+    two_t, seg, seg1 = lt.TWO_LAUNCH_T, lt.SEG, lt.SEG_ONE
     # the chains of these rows untransposed on wgmma (off sm_90 the config before: no_wgmma)
     fused3, fused3w, fused_wg = lt.FUSED_WG_3STAGE, lt.FUSED_WG_3STAGE_32, lt.FUSED_WG
     wg, wg32 = lt.TWO_LAUNCH_WG, lt.TWO_LAUNCH_WG32
@@ -376,12 +376,14 @@ def test_launch_table():
     assert pick(2, 2) is one and pick(180, 2) is one and pick(181, 2) is fused3 and pick(250, 3) is one
     assert (one.C, one.BV, one.num_warps) == (16, 8, 2)
     assert pick(160, 1) is fused3 and pick(1400, 1) is fused3 and pick(1400, 2) is fused3
-    assert pick(251, 3) is fused3w and pick(899, 3) is fused3w and pick(251, 4) is fused_wg
-    assert pick(899, 57) is fused_wg
-    # N >= 3 from 900 tokens: two launches (the transposed BV = 32 below 3000 tokens)
-    assert pick(900, 3) is wide and pick(1400, 3) is wide and pick(900, 4) is wide and pick(1400, 57) is wide
-    # from 1401 tokens: segments for N <= 2, else two launches
-    assert pick(1401, 1) is seg and pick(2999, 1) is seg and pick(1401, 2) is seg and pick(8192, 2) is seg
+    assert pick(251, 3) is fused3w and pick(599, 3) is fused3w and pick(251, 4) is fused_wg
+    assert pick(599, 57) is fused_wg
+    # N >= 3 from 600 tokens: two launches (the transposed BV = 32 below 3000 tokens)
+    assert pick(600, 3) is wide and pick(1400, 3) is wide and pick(600, 4) is wide and pick(1400, 57) is wide
+    # from 1401 tokens: segments for N <= 2 (one sequence up to 2999 tokens one CTA an SM), else two launches
+    assert pick(1401, 1) is seg1 and pick(2999, 1) is seg1 and pick(3000, 1) is seg and pick(8192, 1) is seg
+    assert pick(1401, 2) is seg and pick(2999, 2) is seg and pick(8192, 2) is seg
+    assert seg1 == replace(seg, seg_one_per_sm=True) and not seg.seg_one_per_sm
     assert pick(1401, 3) is wide and pick(1401, 4) is wide and pick(2999, 57) is wide
     assert pick(3000, 3) is two and pick(8192, 4) is two and seg.segs == 3 and seg.trans
     # wgmma BV32 for N = 5..15
@@ -437,24 +439,27 @@ LONG_CASES = {   # name: (cu_seqlens, the launch-table row it must take)
     "one-launch-T250-N3": ([0, 60, 130, 250], 4),
     "fused3-T200-N1": ([0, 200], 1),
     "fused3-T983-N2": ([0, 886, 983], 3),
-    "fused3-T899-N3": ([0, 800, 801, 899], 5),
+    "fused3-T599-N3": ([0, 500, 501, 599], 5),
     "fused3-T255-N3": ([0, 126, 200, 255], 5),
-    "fused-split-T832-N4": ([0, 303, 600, 601, 832], 6),
-    "fused-split-T899-N20": ([round(i * 899 / 20) for i in range(21)], 6),
-    "two-launch-T959-N4": ([0, 303, 600, 601, 959], 8),
-    "two-launch-T1400-N20": ([i * 70 for i in range(21)], 8),
-    "seg-T2107-N1": ([0, 2107], 7),
-    "seg-T2040-N2": ([0, 1879, 2040], 7),
-    "two-launch-T2999-N40": ([round(i * 2999 / 40) for i in range(41)], 8),
-    "seg-T8192-N1": ([0, 8192], 9),
-    "seg-T5709-N2": ([0, 5258, 5709], 9),
-    "two-launch-T8192-N3": ([0, 5000, 5001, 8192], 10),
-    "two-launch-wg32-T4124-N15": ([round(i * 4124 / 15) for i in range(16)], 11),
-    "wide-T3000-N20": ([i * 150 for i in range(21)], 12),
-    "wide-T8192-N20": ([round(i * 8192 / 20) for i in range(21)], 12),
-    "wgmma-T8192-N57": ([round(i * 8192 / 57) for i in range(58)], 13),
-    "wgmma-T8192-N25": ([0] + [round(i * 8192 / 25) + 1 for i in range(1, 25)] + [8192], 13),
-    "wgmma-T3000-N40": ([round(i * 3000 / 40) for i in range(41)], 13),
+    "fused-split-T599-N4": ([0, 203, 400, 401, 599], 6),
+    "fused-split-T599-N20": ([round(i * 599 / 20) for i in range(21)], 6),
+    "two-launch-T661-N3": ([0, 500, 501, 661], 9),
+    "two-launch-T832-N4": ([0, 303, 600, 601, 832], 9),
+    "two-launch-T899-N20": ([round(i * 899 / 20) for i in range(21)], 9),
+    "two-launch-T959-N4": ([0, 303, 600, 601, 959], 9),
+    "two-launch-T1400-N20": ([i * 70 for i in range(21)], 9),
+    "seg-one-T2107-N1": ([0, 2107], 7),
+    "seg-T2040-N2": ([0, 1879, 2040], 8),
+    "two-launch-T2999-N40": ([round(i * 2999 / 40) for i in range(41)], 9),
+    "seg-T8192-N1": ([0, 8192], 10),
+    "seg-T5709-N2": ([0, 5258, 5709], 10),
+    "two-launch-T8192-N3": ([0, 5000, 5001, 8192], 11),
+    "two-launch-wg32-T4124-N15": ([round(i * 4124 / 15) for i in range(16)], 12),
+    "wide-T3000-N20": ([i * 150 for i in range(21)], 13),
+    "wide-T8192-N20": ([round(i * 8192 / 20) for i in range(21)], 13),
+    "wgmma-T8192-N57": ([round(i * 8192 / 57) for i in range(58)], 14),
+    "wgmma-T8192-N25": ([0] + [round(i * 8192 / 25) + 1 for i in range(1, 25)] + [8192], 14),
+    "wgmma-T3000-N40": ([round(i * 3000 / 40) for i in range(41)], 14),
 }
 
 
@@ -646,6 +651,24 @@ def test_lean_launch_hands_the_c_launcher_what_tritons_runner_does():
     assert ours[:10] == t[:10] and ours[13:] == t[13:]      # all but the launch metadata and the two hook chains
     assert t[11] is not None and t[12] is not None and not t[11].calls and not t[12].calls
     assert ours[10:13] == (None, None, None) and ours[:5] == (4, 32, 1, 77, 1234) and ours[13:] == tuple(argv)
+
+
+def test_lean_launch_reserves_shared_memory_only_above_the_kernels_own(monkeypatch):
+    # a launch that must run one CTA an SM asks for more shared memory than its kernel uses; Triton lifts a
+    # function's dynamic limit only for kernels above 48 KB, so below that the reservation is refused, with a warning
+    monkeypatch.setattr(triton, "__version__", "3.6.0")
+    argv, grid = [1, 2], (4, 2, 8)
+    for shared, sent in ((0, 107008), (50000, 107008), (116737, 116737)):
+        calls = []
+        launch, args = pk._issue(_RecordingKernel(calls), grid, 5, argv, shared)
+        launch(*args)
+        assert calls[0][9] == (4, 1, sent) and calls[0][:3] == grid and calls[0][13:] == tuple(argv)
+    small = _RecordingKernel([])
+    small.packed_metadata = (4, 1, 40000)
+    pk._warn_once.cache_clear()
+    with pytest.warns(UserWarning, match="uses 40000 bytes of shared memory, so no launch of it may reserve 116737"):
+        launch, args = pk._issue(small, grid, 5, argv, 116737)
+    assert args[9] == (4, 1, 40000)
 
 
 def test_lean_launch_refused_where_triton_must_run_its_own_layers(monkeypatch):

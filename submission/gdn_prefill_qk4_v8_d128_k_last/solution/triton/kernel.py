@@ -175,6 +175,7 @@ def _launch(algo, q, k, v, state, A_log, a, dt_bias, b, cu_seqlens, scale, outpu
         b_ptr=b, cu_ptr=cu_seqlens, o_ptr=output, ns_ptr=new_state, ws_ptr=ws, wp_ptr=wp,
         scale=scale, N=N, NP2=np2, LPT=lpt, C=C, BV=BV, SB=SB, HAS_STATE=has_state, INTERP=not on_gpu, **p)
     launches = []   # (jit function, grid, every argument by name, launch options)
+    one_per_sm = None   # the launch that runs one CTA an SM (cfg.seg_one_per_sm)
     if fused:
         nvb = D // BV
         # Tm and P of each (slot, head) by tickets of their own, each with its flag (fused.py)
@@ -206,6 +207,8 @@ def _launch(algo, q, k, v, state, A_log, a, dt_bias, b, cu_seqlens, scale, outpu
             launches.append((_gdn_seg_kernel, (2 * D // BV, N * (segs - 1), HV), dict(seg_args, PHASE=1),
                              chain_opts))
             launches.append((_gdn_seg_kernel, (D // BV, N * (segs - 1), HV), dict(seg_args, PHASE=2), chain_opts))
+            if cfg.seg_one_per_sm:
+                one_per_sm = len(launches) - 1
         else:
             launches.append((_gluon_chain(BV) if gluon else _gdn_prefill_kernel, (D // BV, N * HV, 1),
                              dict(chain_args, perm_ptr=perm, LPT=2 if rank else lpt, ALGO=algo,
@@ -227,8 +230,8 @@ def _launch(algo, q, k, v, state, A_log, a, dt_bias, b, cu_seqlens, scale, outpu
                 compiled.append(fn.warmup(grid=grid, **args, **opts))
             argvs.append([_raw(name, args[name], q.device) for name in fn.arg_names])
         stream = torch.cuda.current_stream(q.device).cuda_stream
-        ready = [_issue(kernel, grid, stream, argv)
-                 for kernel, (_, grid, _, _), argv in zip(compiled, launches, argvs)]
+        ready = [_issue(kernel, grid, stream, argv, _over_half_an_sm(q.device) if j == one_per_sm else 0)
+                 for j, (kernel, (_, grid, _, _), argv) in enumerate(zip(compiled, launches, argvs))]
         for launch, argv in ready:
             launch(*argv)
     else:   # the plain path (Triton < 3.3)
@@ -239,8 +242,9 @@ def _launch(algo, q, k, v, state, A_log, a, dt_bias, b, cu_seqlens, scale, outpu
     return compiled[-1]
 
 
-def _issue(kernel, grid, stream, argv):
-    """(launch, arguments): a call that issues the compiled `kernel` on `grid` and `stream`. Where Triton's launcher has
+def _issue(kernel, grid, stream, argv, shared=0):
+    """(launch, arguments): a call that issues the compiled `kernel` on `grid` and `stream`, with at least `shared`
+    bytes of shared memory a CTA (more than the kernel uses: fewer CTAs an SM). Where Triton's launcher has
     the layout this was written against (Triton 3.6: CompiledKernel.run is a CudaLauncher whose C function `launch`
     takes the grid, stream, function, cooperative and PDL flags and two scratch buffers, then what the runner of
     CompiledKernel.__getitem__ passes), that C function with every argument bound: the Python layers between (the
@@ -252,11 +256,26 @@ def _issue(kernel, grid, stream, argv):
     why = _lean_refused(launcher)
     if why:
         _warn_once(f"gdn prefill: Triton's launch path between launches ({why}); correct, but the host time between "
-                   "a call's launches is charged by the official timer")
+                   "a call's launches is charged by the official timer" + (", and no CTA reserves more shared "
+                                                                           "memory than it uses" if shared else ""))
         run = kernel[grid]
         return (lambda *a: run(*a, stream=stream)), argv
+    num_warps, num_ctas, own = kernel.packed_metadata
+    if shared > own and own <= 48 * 1024:
+        # Triton lifts a function's dynamic shared memory limit to the GPU's maximum only for kernels using more
+        # than 48 KB; below, a launch asking for more would fail
+        _warn_once(f"gdn prefill: {kernel.name} uses {own} bytes of shared memory, so no launch of it may reserve "
+                   f"{shared}; it runs with its own")
+    elif shared > own:
+        own = shared
     return launcher.launch, (*grid, stream, kernel.function, launcher.launch_cooperative_grid, launcher.launch_pdl,
-                             None, None, kernel.packed_metadata, None, None, None, *argv)
+                             None, None, (num_warps, num_ctas, own), None, None, None, *argv)
+
+
+@functools.lru_cache(maxsize=None)
+def _over_half_an_sm(device):
+    """Bytes of shared memory a CTA that must run alone on its SM reserves: over half of what an SM has."""
+    return torch.cuda.get_device_properties(device).shared_memory_per_multiprocessor // 2 + 1
 
 
 def _lean_refused(launcher):

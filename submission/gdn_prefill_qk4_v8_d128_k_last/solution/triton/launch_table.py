@@ -3,7 +3,7 @@
 Keyed on host-known quantities only (T = total tokens, N = sequences: the longest sequence is not known without a
 host sync); rows are scanned in order, the first match wins. A GPU listed in tuned_tables.json (`gdn-harness tune`)
 runs the same rows with the configs it timed fastest. Every row was chosen on timings of the 100 contest shapes
-on an H200 (132 SMs; the one-launch rows' config and bounds and the two-launch rows' 900-token bound on H100s, also
+on an H200 (132 SMs; the one-launch rows' config and bounds and the two-launch rows' 600-token bound on H100s, also
 132 SMs) and checked against a float64 reference (official rule, 0 failing elements; output and state max abs error
 ~1e-3 up to T = 8192, N = 57 and a 5258-token sequence). The reason for each row, its figures and the candidates
 that lost are in docs/kernels/prefill.md.
@@ -11,10 +11,11 @@ that lost are in docs/kernels/prefill.md.
             for one sequence up to 150 tokens, two up to 180 tokens and three or more up to 250 (measured faster
             than the fused launch there: its 16-token steps cost less than the fused launch's prep latency until
             the longest sequence has ~10 chunks); the other calls: fused, below
-  N <= 2 up to 1400 tokens, N >= 3 up to 899: fused (BV = 16, or 32 for N = 3; 3 stages with N <= 3, else 2;
+  N <= 2 up to 1400 tokens, N >= 3 up to 599: fused (BV = 16, or 32 for N = 3; 3 stages with N <= 3, else 2;
             its prep role split into Tm and P tickets)
-  N <= 2 from 1401 tokens: the prep, then each sequence cut into 3 segments (3 stages)
-  N >= 3 from 900 tokens: two launches (the prep, split into Tm and P CTAs on wgmma, then the chain): the
+  N <= 2 from 1401 tokens: the prep, then each sequence cut into 3 segments (3 stages); for one sequence up to
+            2999 tokens, the second segment launch one CTA an SM
+  N >= 3 from 600 tokens: two launches (the prep, split into Tm and P CTAs on wgmma, then the chain): the
             transposed BV = 32 with 3 stages (below 3000 tokens, and N = 16..24), BV = 16 untransposed, 3 stages,
             longest first (N <= 4: few sequences, so more V slices), BV = 32 on wgmma (N = 5..15), or BV = 64 on
             wgmma (N >= 25: at N = 20 its 320 CTAs would be 1.2 waves of the 264 that fit at once)
@@ -27,7 +28,8 @@ of every row with one (two launches, segments, fused) is wgmma on the H200 and m
 stays off); and the rows built by _wg run their no_wgmma config there (the H200 table's mma.sync configs), since
 their untransposed chains were tuned for wgmma only (at BV64 on mma.sync the chain spills). Those mma.sync builds
 passed their GPU tests on the H200, and the fp16 builds for sm_100 (chain, fused, segment and prep kernels) compile
-offline without spills.
+offline without spills. The N = 1 segment row's one-CTA-an-SM launch reserves over half of the GPU's shared memory
+an SM, whatever its size (a B200's 128 CTAs fit one wave either way; unmeasured there).
 """
 import json
 from dataclasses import dataclass, fields, replace
@@ -57,6 +59,7 @@ class LaunchConfig:
     chain_mma_v3: bool = False      # the chain (or segment) launches' dots on Hopper wgmma
     trans: bool = False             # (ws) the chain holds its state slice transposed, [BV, 128]
     segs: int = 0                   # (ws, not fused) each sequence cut into this many segments (two launches)
+    seg_one_per_sm: bool = False    # (segs) the second segment launch's CTAs reserve over half an SM's shared memory
     lpt: Optional[bool] = None      # sequences longest first; None: from LPT_MIN_N sequences
     no_wgmma: Optional["LaunchConfig"] = None   # what a GPU without wgmma runs instead (the rows built by _wg)
 
@@ -86,6 +89,9 @@ FUSED_3STAGE = replace(FUSED, num_stages=3)
 # each sequence in 3 segments walked by two launches after the prep (segments._gdn_seg_kernel); segments take
 # sequences in index order (the launcher ranks none for them)
 SEG = replace(TWO_LAUNCH_T, segs=3)
+# one sequence: the second segment launch's 128 CTAs (grid D / BV x 2 x HV) one to an SM; where two fit an SM they
+# do not spread so (docs/kernels/prefill.md)
+SEG_ONE = replace(SEG, seg_one_per_sm=True)
 # The fused launch compiles its two roles as one kernel, so prep_mma_v3 puts the chain role's dots on wgmma too
 # (untransposed: C = 64 rows, enough for wgmma; the transposed chain's BV rows are not).
 FUSED_WG_3STAGE = _wg(FUSED_3STAGE)
@@ -100,8 +106,9 @@ LAUNCH_TABLE = (
     Row(180, 2, ONE_LAUNCH),
     Row(1400, 2, FUSED_WG_3STAGE),
     Row(250, None, ONE_LAUNCH),
-    Row(899, 3, FUSED_WG_3STAGE_32),
-    Row(899, None, FUSED_WG),
+    Row(599, 3, FUSED_WG_3STAGE_32),
+    Row(599, None, FUSED_WG),
+    Row(2999, 1, SEG_ONE),
     Row(2999, 2, SEG),
     Row(2999, None, TWO_LAUNCH_WIDE),
     Row(None, 2, SEG),
