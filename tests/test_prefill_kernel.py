@@ -375,13 +375,14 @@ def test_launch_table():
     assert pick(1, 1) is one and pick(150, 1) is one and pick(151, 1) is fused3 and pick(16, 16) is one
     assert pick(2, 2) is one and pick(180, 2) is one and pick(181, 2) is fused3 and pick(250, 3) is one
     assert (one.C, one.BV, one.num_warps) == (16, 8, 2)
-    assert pick(160, 1) is fused3 and pick(1400, 1) is fused3 and pick(1400, 2) is fused3
+    assert pick(160, 1) is fused3 and pick(899, 1) is fused3 and pick(1400, 2) is fused3
     assert pick(251, 3) is fused3w and pick(599, 3) is fused3w and pick(251, 4) is fused_wg
     assert pick(599, 57) is fused_wg
     # N >= 3 from 600 tokens: two launches (the transposed BV = 32 below 3000 tokens)
     assert pick(600, 3) is wide and pick(1400, 3) is wide and pick(600, 4) is wide and pick(1400, 57) is wide
-    # from 1401 tokens: segments for N <= 2 (one sequence up to 2999 tokens one CTA an SM), else two launches
-    assert pick(1401, 1) is seg1 and pick(2999, 1) is seg1 and pick(3000, 1) is seg and pick(8192, 1) is seg
+    # segments for one sequence from 900 tokens (up to 2999 one CTA an SM) and for two from 1401, else two launches
+    assert pick(900, 1) is seg1 and pick(1400, 1) is seg1 and pick(1401, 1) is seg1 and pick(2999, 1) is seg1
+    assert pick(3000, 1) is seg and pick(8192, 1) is seg
     assert pick(1401, 2) is seg and pick(2999, 2) is seg and pick(8192, 2) is seg
     assert seg1 == replace(seg, seg_one_per_sm=True) and not seg.seg_one_per_sm
     assert pick(1401, 3) is wide and pick(1401, 4) is wide and pick(2999, 57) is wide
@@ -432,23 +433,26 @@ LONG_CASES = {   # name: (cu_seqlens, the launch-table row it must take)
     "one-launch-T16-N1": ([0, 16], 0),
     "one-launch-T150-N1": ([0, 150], 0),
     "fused3-T151-N1": ([0, 151], 1),
-    "one-launch-T32-N2": ([0, 7, 32], 2),
-    "one-launch-T180-N2": ([0, 1, 180], 2),
-    "fused3-T181-N2": ([0, 167, 181], 3),
-    "one-launch-T16-N3": ([0, 5, 6, 16], 4),
-    "one-launch-T250-N3": ([0, 60, 130, 250], 4),
+    "one-launch-T32-N2": ([0, 7, 32], 3),
+    "one-launch-T180-N2": ([0, 1, 180], 3),
+    "fused3-T181-N2": ([0, 167, 181], 4),
+    "one-launch-T16-N3": ([0, 5, 6, 16], 5),
+    "one-launch-T250-N3": ([0, 60, 130, 250], 5),
     "fused3-T200-N1": ([0, 200], 1),
-    "fused3-T983-N2": ([0, 886, 983], 3),
-    "fused3-T599-N3": ([0, 500, 501, 599], 5),
-    "fused3-T255-N3": ([0, 126, 200, 255], 5),
-    "fused-split-T599-N4": ([0, 203, 400, 401, 599], 6),
-    "fused-split-T599-N20": ([round(i * 599 / 20) for i in range(21)], 6),
+    "fused3-T899-N1": ([0, 899], 1),
+    "fused3-T983-N2": ([0, 886, 983], 4),
+    "fused3-T599-N3": ([0, 500, 501, 599], 6),
+    "fused3-T255-N3": ([0, 126, 200, 255], 6),
+    "fused-split-T599-N4": ([0, 203, 400, 401, 599], 7),
+    "fused-split-T599-N20": ([round(i * 599 / 20) for i in range(21)], 7),
     "two-launch-T661-N3": ([0, 500, 501, 661], 9),
     "two-launch-T832-N4": ([0, 303, 600, 601, 832], 9),
     "two-launch-T899-N20": ([round(i * 899 / 20) for i in range(21)], 9),
     "two-launch-T959-N4": ([0, 303, 600, 601, 959], 9),
     "two-launch-T1400-N20": ([i * 70 for i in range(21)], 9),
-    "seg-one-T2107-N1": ([0, 2107], 7),
+    "seg-one-T900-N1": ([0, 900], 2),
+    "seg-one-T1377-N1": ([0, 1377], 2),
+    "seg-one-T2107-N1": ([0, 2107], 2),
     "seg-T2040-N2": ([0, 1879, 2040], 8),
     "two-launch-T2999-N40": ([round(i * 2999 / 40) for i in range(41)], 9),
     "seg-T8192-N1": ([0, 8192], 10),

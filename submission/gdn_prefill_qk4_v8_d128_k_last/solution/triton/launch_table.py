@@ -11,10 +11,10 @@ that lost are in docs/kernels/prefill.md.
             for one sequence up to 150 tokens, two up to 180 tokens and three or more up to 250 (measured faster
             than the fused launch there: its 16-token steps cost less than the fused launch's prep latency until
             the longest sequence has ~10 chunks); the other calls: fused, below
-  N <= 2 up to 1400 tokens, N >= 3 up to 599: fused (BV = 16, or 32 for N = 3; 3 stages with N <= 3, else 2;
-            its prep role split into Tm and P tickets)
-  N <= 2 from 1401 tokens: the prep, then each sequence cut into 3 segments (3 stages); for one sequence up to
-            2999 tokens, the second segment launch one CTA an SM
+  N = 1 up to 899 tokens, N = 2 up to 1400, N >= 3 up to 599: fused (BV = 16, or 32 for N = 3; 3 stages with
+            N <= 3, else 2; its prep role split into Tm and P tickets)
+  N = 1 from 900 and N = 2 from 1401 tokens: the prep, then each sequence cut into 3 segments (3 stages); for one
+            sequence up to 2999 tokens, the second segment launch one CTA an SM
   N >= 3 from 600 tokens: two launches (the prep, split into Tm and P CTAs on wgmma, then the chain): the
             transposed BV = 32 with 3 stages (below 3000 tokens, and N = 16..24), BV = 16 untransposed, 3 stages,
             longest first (N <= 4: few sequences, so more V slices), BV = 32 on wgmma (N = 5..15), or BV = 64 on
@@ -102,13 +102,13 @@ TWO_LAUNCH_WG32 = _wg(TWO_LAUNCH_T, BV=32, num_stages=2, chain_mma_v3=True)     
 
 LAUNCH_TABLE = (
     Row(150, 1, ONE_LAUNCH),
-    Row(1400, 1, FUSED_WG_3STAGE),
+    Row(899, 1, FUSED_WG_3STAGE),
+    Row(2999, 1, SEG_ONE),
     Row(180, 2, ONE_LAUNCH),
     Row(1400, 2, FUSED_WG_3STAGE),
     Row(250, None, ONE_LAUNCH),
     Row(599, 3, FUSED_WG_3STAGE_32),
     Row(599, None, FUSED_WG),
-    Row(2999, 1, SEG_ONE),
     Row(2999, 2, SEG),
     Row(2999, None, TWO_LAUNCH_WIDE),
     Row(None, 2, SEG),
