@@ -3,10 +3,11 @@
 Keyed on host-known quantities only (T = total tokens, N = sequences: the longest sequence is not known without a
 host sync); rows are scanned in order, the first match wins. A GPU listed in tuned_tables.json (`gdn-harness tune`)
 runs the same rows with the configs it timed fastest. Every row was chosen on timings of the 100 contest shapes
-on an H200 (132 SMs; the one-launch rows' config and bounds and the two-launch rows' 600-token bound on H100s, also
-132 SMs) and checked against a float64 reference (official rule, 0 failing elements; output and state max abs error
-~1e-3 up to T = 8192, N = 57 and a 5258-token sequence). The reason for each row, its figures and the candidates
-that lost are in docs/kernels/prefill.md.
+on an H200 (132 SMs; the one-launch rows' config and bounds, the two-launch rows' 600-token bound and the
+one-sequence segment row from 900 tokens, one CTA an SM, on H100s, also 132 SMs) and checked against a float64
+reference (official rule, 0 failing elements; output and state max abs error ~1e-3 up to T = 8192, N = 57 and a
+5258-token sequence). The reason for each row, its figures and the candidates that lost are in
+docs/kernels/prefill.md.
   T <= 250: one launch, C = 16 (SB = 8), BV = 8 with 2 warps (and K K^T / Q K^T on fp16, kernel._precisions),
             for one sequence up to 150 tokens, two up to 180 tokens and three or more up to 250 (measured faster
             than the fused launch there: its 16-token steps cost less than the fused launch's prep latency until
