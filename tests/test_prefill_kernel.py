@@ -390,8 +390,7 @@ def test_launch_table():
     # wgmma BV32 for N = 5..15
     assert pick(3000, 5) is wg32 and pick(8192, 15) is wg32 and wg32.no_wgmma is two_t
     assert wg32.BV == 32 and wg32.num_stages == 2 and wg32.chain_mma_v3
-    assert pick(3000, 16) is wide and pick(8192, 24) is wide
-    assert pick(3000, 25) is wg and pick(8192, 57) is wg
+    assert pick(3000, 16) is wg and pick(8192, 20) is wg and pick(8192, 57) is wg
     assert not one.ws and fused_wg.fused and fused_wg.ws and not two.fused and not seg.fused
     assert two.lpt and two_t.lpt is None and wide.lpt is None
     assert two.BV == two_t.BV == fused_wg.BV == fused3.BV == seg.BV == 16 and wide.BV == fused3w.BV == 32
@@ -459,11 +458,11 @@ LONG_CASES = {   # name: (cu_seqlens, the launch-table row it must take)
     "seg-T5709-N2": ([0, 5258, 5709], 10),
     "two-launch-T8192-N3": ([0, 5000, 5001, 8192], 11),
     "two-launch-wg32-T4124-N15": ([round(i * 4124 / 15) for i in range(16)], 12),
-    "wide-T3000-N20": ([i * 150 for i in range(21)], 13),
-    "wide-T8192-N20": ([round(i * 8192 / 20) for i in range(21)], 13),
-    "wgmma-T8192-N57": ([round(i * 8192 / 57) for i in range(58)], 14),
-    "wgmma-T8192-N25": ([0] + [round(i * 8192 / 25) + 1 for i in range(1, 25)] + [8192], 14),
-    "wgmma-T3000-N40": ([round(i * 3000 / 40) for i in range(41)], 14),
+    "wgmma-T3000-N16": ([round(i * 3000 / 16) for i in range(17)], 13),
+    "wgmma-T8192-N20": ([round(i * 8192 / 20) for i in range(21)], 13),
+    "wgmma-T8192-N57": ([round(i * 8192 / 57) for i in range(58)], 13),
+    "wgmma-T8192-N25": ([0] + [round(i * 8192 / 25) + 1 for i in range(1, 25)] + [8192], 13),
+    "wgmma-T3000-N40": ([round(i * 3000 / 40) for i in range(41)], 13),
 }
 
 

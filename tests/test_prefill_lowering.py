@@ -2,7 +2,7 @@
 Blackwell tcgen05, because Triton 3.6 miscompiles its chunk loop with wgmma (wrong states or an illegal
 memory access on the H200). The launcher sets DISABLE_MMA_V3/V5 around its launches; this checks that
 those knobs are what keeps wgmma out, for the one-launch config of the launch table, on sm_90 and sm_100;
-the fused launch, the transposed chain (the table's chain for N = 16..24) and the segment launches must build for
+the fused launch, the transposed chain (the table's chain for N >= 3 at 600-2999 tokens) and the segment launches must build for
 both targets too.
 Those rows build as the table runs them (the rows with a workspace: fp16 workspaces and dot operands).
 The prep of every row that has one (two launches, segments, fused) is the exception: MMAv3 stays on for it
@@ -23,10 +23,10 @@ arch, knobs = int(sys.argv[2]), sys.argv[3]
 for key, val in {"1": low.MMA_ENV, "3": low.MMA_V3_ENV}.get(knobs, {}).items():   # as launch_env sets them
     if val is not None:
         os.environ[key] = val
-# the _wg rows (untransposed chains on wgmma): "wg" the N >= 25 row's chain, "fused-wgrow" the fused N <= 2 row
+# the _wg rows (untransposed chains on wgmma): "wg" the N >= 16 row's chain, "fused-wgrow" the fused N <= 2 row
 wg = sys.argv[4] in ("wg", "fused-wgrow")
 fused = sys.argv[4] in ("fused", "fused-wg", "fused-wgrow")   # fused-wg: with MMAv3 on, as the rows run it
-trans = sys.argv[4] == "trans"      # the N = 16..24 row's chain launch (ALGO_CHUNK_WS_T, BV = 32)
+trans = sys.argv[4] == "trans"      # the N >= 3, 600-2999-token row's chain launch (ALGO_CHUNK_WS_T, BV = 32)
 prep = sys.argv[4] == "prep"        # the two-launch rows' first launch (cfg prep_mma_v3)
 phase = {"seg1": 1, "seg2": 2}.get(sys.argv[4], 0)   # the segment rows' 2nd or 3rd launch (cfg segs)
 cfg = (lt.FUSED_WG_3STAGE if wg else lt.FUSED) if fused else lt.TWO_LAUNCH_WIDE if trans or prep else \

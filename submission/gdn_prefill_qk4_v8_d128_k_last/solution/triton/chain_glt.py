@@ -1,4 +1,4 @@
-"""The chain launch of the BV = 64 wgmma row (N >= 25 from 3000 tokens, on sm_90) in Gluon, with the state slice held
+"""The chain launch of the BV = 64 wgmma row (N >= 16 from 3000 tokens, on sm_90) in Gluon, with the state slice held
 transposed (Ht = S[v0:v0+64, :], [BV, K]) so that every state-dependent dot takes its left operand from registers:
 KH^T = Ht K^T, QH^T = Ht Q^T, X^T = R^T Tm^T, O^T = gamma QH^T + X^T P^T and Ht <- exp(G_C) Ht + (X^T * decay) K, each
 the previous dot's accumulator converted to fp16 in place. The chunk's tiles (k and q copies, Tm) and gate vectors

@@ -3,11 +3,11 @@
 Keyed on host-known quantities only (T = total tokens, N = sequences: the longest sequence is not known without a
 host sync); rows are scanned in order, the first match wins. A GPU listed in tuned_tables.json (`gdn-harness tune`)
 runs the same rows with the configs it timed fastest. Every row was chosen on timings of the 100 contest shapes
-on an H200 (132 SMs; the one-launch rows' config and bounds, the two-launch rows' 600-token bound and the
-one-sequence segment row from 900 tokens, one CTA an SM, on H100s, also 132 SMs) and checked against a float64
-reference (official rule, 0 failing elements; output and state max abs error ~1e-3 up to T = 8192, N = 57 and a
-5258-token sequence). The reason for each row, its figures and the candidates that lost are in
-docs/kernels/prefill.md.
+on an H200 (132 SMs; the one-launch rows' config and bounds, the two-launch rows' 600-token bound, the
+one-sequence segment row from 900 tokens, one CTA an SM, and the BV = 64 row from N = 16, on H100s, also 132 SMs)
+and checked against a float64 reference (official rule, 0 failing elements; output and state max abs error ~1e-3
+up to T = 8192, N = 57 and a 5258-token sequence). The reason for each row, its figures and the candidates that lost
+are in docs/kernels/prefill.md.
   T <= 250: one launch, C = 16 (SB = 8), BV = 8 with 2 warps (and K K^T / Q K^T on fp16, kernel._precisions),
             for one sequence up to 150 tokens, two up to 180 tokens and three or more up to 250 (measured faster
             than the fused launch there: its 16-token steps cost less than the fused launch's prep latency until
@@ -17,10 +17,9 @@ docs/kernels/prefill.md.
   N = 1 from 900 and N = 2 from 1401 tokens: the prep, then each sequence cut into 3 segments (3 stages); for one
             sequence up to 2999 tokens, the second segment launch one CTA an SM
   N >= 3 from 600 tokens: two launches (the prep, split into Tm and P CTAs on wgmma, then the chain): the
-            transposed BV = 32 with 3 stages (below 3000 tokens, and N = 16..24), BV = 16 untransposed, 3 stages,
-            longest first (N <= 4: few sequences, so more V slices), BV = 32 on wgmma (N = 5..15), or BV = 64 on
-            wgmma (N >= 25: at N = 20 its 320 CTAs would be 1.2 waves of the 264 that fit at once)
-  on an sm_90 GPU (_wg): the fused rows and the N = 5..15 and N >= 25 two-launch rows run the chain untransposed
+            transposed BV = 32 with 3 stages (below 3000 tokens), BV = 16 untransposed, 3 stages, longest first
+            (N <= 4: few sequences, so more V slices), BV = 32 on wgmma (N = 5..15), or BV = 64 on wgmma (N >= 16)
+  on an sm_90 GPU (_wg): the fused rows and the N = 5..15 and N >= 16 two-launch rows run the chain untransposed
             on wgmma, 2 stages; off sm_90 each runs the config it replaced (no_wgmma)
 B200 (148 SMs, sm_100a): UNMEASURED. The thresholds, the V splits and the segment count (3: its first launch has 32
 CTAs per head and sequence, 256 for one sequence, within the 264 that fit at once on 132 SMs; 148 SMs fit 296) come
@@ -115,7 +114,6 @@ LAUNCH_TABLE = (
     Row(None, 2, SEG),
     Row(None, 4, TWO_LAUNCH_LPT),
     Row(None, 15, TWO_LAUNCH_WG32),
-    Row(None, 24, TWO_LAUNCH_WIDE),
     Row(None, None, TWO_LAUNCH_WG),
 )
 
