@@ -2,8 +2,8 @@
 Blackwell tcgen05, because Triton 3.6 miscompiles its chunk loop with wgmma (wrong states or an illegal
 memory access on the H200). The launcher sets DISABLE_MMA_V3/V5 around its launches; this checks that
 those knobs are what keeps wgmma out, for the one-launch config of the launch table, on sm_90 and sm_100;
-the fused launch, the transposed chain (the table's chain for N >= 3 at 600-2999 tokens) and the segment launches must build for
-both targets too.
+the fused launch, the transposed chain (the table's chain for N >= 3 at 600-2999 tokens) and the segment launches
+must build for both targets too.
 Those rows build as the table runs them (the rows with a workspace: fp16 workspaces and dot operands).
 The prep of every row that has one (two launches, segments, fused) is the exception: MMAv3 stays on for it
 (wgmma on sm_90 only, mma.sync on sm_100); so is every launch of the _wg rows (untransposed chains).
