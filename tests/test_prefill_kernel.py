@@ -118,10 +118,12 @@ def test_chunked_kernel(cu):
 
 def test_chunked_kernel_multichunk_scale():
     # 9 chunks of 16 in the last sequence; scale = 1 makes outputs ~11x larger than the default. The one-launch
-    # row (the table takes the fused launch here): under the interpreter its dots are exact, so
+    # row (pinned: the table's row for this call could change): under the interpreter its dots are exact, so
     # the tight bound of run_and_check holds, while the workspace rows keep P in bf16 (a truncating cast there:
-    # 0.024 off at this scale). On the GPU every row rounds P to fp16 in its P X dot.
-    run_and_check(with_cfg(lt.ONE_LAUNCH), [0, 9, 137], scale=1.0, seed=1)
+    # 0.024 off at this scale). On the GPU every row rounds P to fp16 in its P X dot. At BV = 64: the scale and
+    # the chunk walk do not depend on the value slice, and 2 V slices a head are 8x fewer CTAs than the row's 16
+    # (the row's own BV = 8 is run on sequences of up to 2 chunks by test_chunked_kernel)
+    run_and_check(with_cfg(replace(lt.ONE_LAUNCH, BV=64)), [0, 9, 137], scale=1.0, seed=1)
 
 
 @pytest.mark.parametrize("C", [16, 32])
@@ -130,17 +132,13 @@ def test_chunked_small_chunks(C):
     run_and_check(with_cfg(lt.LaunchConfig(C=C, BV=64, SB=16)), [0, 17, 18, 40, 90], scale=None, seed=2)
 
 
-def test_kernel_fused_path():
+def test_kernel_fused_path_and_its_workspace_is_reused_and_stale_content_is_harmless():
     # two sequences from 181 to 1400 tokens: the launch table takes the fused launch (Tm and P of every
     # (chunk, head) and the chains, as roles of one launch); P is kept in fp16 there, which costs output
     # precision (~2^-11 of the terms), not state precision
     assert lt.pick(260, 2).fused
     run_and_check(pk.kernel, [0, 100, 260], seed=6, out_atol=2e-3)
-
-
-def test_two_launch_workspace_is_reused_and_stale_content_is_harmless():
     # the workspace is kept between calls; a second call with other sequences reads only what it wrote
-    run_and_check(pk.kernel, [0, 100, 260], seed=6, out_atol=2e-3)
     bufs = {key: buf.data_ptr() for key, buf in pk._WORKSPACES.items()}
     run_and_check(pk.kernel, [0, 3, 257], seed=9, out_atol=2e-3)
     assert bufs and {key: buf.data_ptr() for key, buf in pk._WORKSPACES.items()} == bufs
@@ -153,32 +151,42 @@ def test_two_launch_wide_variant():
 
 def test_sequences_launched_longest_first_with_ties_and_padding():
     # CTAs take sequences by length rank (longest first); N = 5 pads the rank vector to 8 and three
-    # sequences tie at 10 tokens: every sequence must still be computed exactly once
+    # sequences tie at 10 tokens: every sequence must still be computed exactly once (a rank that no sequence or
+    # two sequences take leaves a sequence's outputs and new_state unwritten). The ranking does not depend on the
+    # value slice, so the rows run here at BV = 64 (2 V slices a head: 8x fewer CTAs than the one-launch row's
+    # BV = 8 under the interpreter); the one-launch row ranks in each chain CTA, the two-launch row in its prep
     for cfg in (lt.ONE_LAUNCH, lt.TWO_LAUNCH):
-        run_and_check(with_cfg(replace(cfg, lpt=True)),
+        run_and_check(with_cfg(replace(cfg, BV=64, lpt=True)),
                       [0, 10, 20, 25, 35, 36], seed=4, out_atol=2e-3)
-    # the launch path turns the order on from LPT_MIN_N sequences (here 9, lengths 1..13 and ties)
-    assert lt.LPT_MIN_N <= 9
-    run_and_check(pk.kernel, [0, 1, 4, 17, 18, 30, 31, 44, 50, 60], seed=5)
+    # the launch path turns the order on from LPT_MIN_N sequences (here 9, lengths 1..13 and ties; the rank vector
+    # padded to 16) for the table's row (its lpt unset), run at BV = 64 as above
+    cu = [0, 1, 4, 17, 18, 30, 31, 44, 50, 60]
+    row = lt.pick(cu[-1], len(cu) - 1)
+    assert lt.LPT_MIN_N <= 9 and row is lt.ONE_LAUNCH and row.lpt is None
+    run_and_check(with_cfg(replace(row, BV=64)), cu, seed=5)
 
 
-@pytest.mark.parametrize("row", ["ONE_LAUNCH", "TWO_LAUNCH", "TWO_LAUNCH_WIDE", "FUSED"])
+@pytest.mark.parametrize("row", ["ONE_LAUNCH", "TWO_LAUNCH"])
 def test_next_chunk_loads_at_sequence_edges(row):
     # every chunked launch loads the next chunk's v, a, b a step early: the last step's loads are past the
     # sequence's end (masked), the empty sequence has no step, and a partial last chunk must take its own rows only;
-    # the one-launch rows' 16-token chunks meet the same edges in fewer tokens (the interpreter runs their 128 CTAs
-    # per sequence one after another)
+    # the one-launch rows' 16-token chunks meet the same edges in fewer tokens, here at BV = 64 (the loads' masks
+    # are on rows, not value columns; 2 V slices a head instead of the row's 16, which the interpreter runs one
+    # after another; the row's own BV = 8 meets these edges in test_chunked_kernel). The other launches run this
+    # very call (cu and seed 3) in tests of their own: TWO_LAUNCH_WIDE in test_prep_writes_every_slot, FUSED in
+    # test_fused_prep_tickets_and_their_flag_planes (both with their workspaces poisoned first)
     cu = [0, 0, 17, 18, 40, 73] if row == "ONE_LAUNCH" else [0, 0, 17, 18, 150, 300]
-    run_and_check(with_cfg(getattr(lt, row)), cu, seed=3, out_atol=2e-3)
+    cfg = replace(lt.ONE_LAUNCH, BV=64) if row == "ONE_LAUNCH" else getattr(lt, row)
+    run_and_check(with_cfg(cfg), cu, seed=3, out_atol=2e-3)
 
 
-def _check_rows(cu, inputs):
-    """pk.kernel on `inputs` against the float64 reference over the sequences' rows [cu[0], cu[-1]) and the new
-    state: the official rule on the finite elements, and NaN exactly where the reference has NaN."""
+def _check_rows(cu, inputs, fn):
+    """fn (an entry point) on `inputs` against the float64 reference over the sequences' rows [cu[0], cu[-1]) and
+    the new state: the official rule on the finite elements, and NaN exactly where the reference has NaN."""
     T, N = inputs[0].shape[0], len(cu) - 1
     out = torch.zeros((T, 8, 128), dtype=torch.bfloat16, device=DEVICE)
     new_state = torch.zeros((N, 8, 128, 128), dtype=torch.float32, device=DEVICE)
-    pk.kernel(*inputs[:9], 0.0, out, new_state)
+    fn(*inputs[:9], 0.0, out, new_state)
     ref_out, ref_state = recurrent_packed(*[x.cpu() for x in inputs], 0.0)
     for got, ref in ((out.cpu().double()[cu[0]:cu[-1]], ref_out[cu[0]:cu[-1]]), (new_state.cpu().double(), ref_state)):
         assert torch.equal(got.isnan(), ref.isnan()), "NaN where the reference has none, or none where it has"
@@ -189,19 +197,24 @@ def _check_rows(cu, inputs):
 
 def test_a_first_sequence_that_starts_after_token_0():
     # tokens 0..2 belong to no sequence: sequence 0 must be walked from its own start (a kernel that assumes
-    # cu_seqlens[0] == 0, e.g. to load the first chunk before cu_seqlens arrives, fails here)
+    # cu_seqlens[0] == 0, e.g. to load the first chunk before cu_seqlens arrives, fails here). The table's row for
+    # this call (one launch) at BV = 64: where a chain starts does not depend on its value slice (2 V slices a head
+    # instead of 16 to interpret)
     cu = [3, 10, 30]
-    assert not lt.pick(30, 2).ws
-    _check_rows(cu, make_inputs([0] + cu[1:], seed=6)[:8] + [torch.tensor(cu, device=DEVICE)])
+    assert lt.pick(30, 2) is lt.ONE_LAUNCH
+    _check_rows(cu, make_inputs([0] + cu[1:], seed=6)[:8] + [torch.tensor(cu, device=DEVICE)],
+                with_cfg(replace(lt.ONE_LAUNCH, BV=64)))
 
 
 def test_a_nan_in_one_sequence_stays_there():
     # sequence 0 is shorter than a chunk: a chunk read from token 0 spans sequence 1's first tokens, where a NaN
-    # must not reach sequence 0's output or state
+    # must not reach sequence 0's output or state. The table's row for this call (one launch) at BV = 64, as above
+    # (value columns never mix: the NaN's column 7 is NaN in sequence 1 only, at any BV)
     cu = [0, 5, 20]
+    assert lt.pick(20, 2) is lt.ONE_LAUNCH
     inputs = make_inputs(cu, seed=7)
     inputs[2][5, 0, 7] = float("nan")
-    _check_rows(cu, inputs)
+    _check_rows(cu, inputs, with_cfg(replace(lt.ONE_LAUNCH, BV=64)))
 
 
 def test_rank_table_written_by_the_first_launch():
@@ -216,16 +229,24 @@ def test_rank_table_written_by_the_first_launch():
 
 def test_fused_variant_and_its_sync_words():
     # both roles in one launch (cfg "fused"): correct, and each call
-    # leaves the counters at 0 and the epoch one higher, so the next call waits for fresh flags
-    fn = with_cfg(lt.FUSED)
-    run_and_check(fn, [0, 17, 18, 150, 300], seed=3, out_atol=2e-3)
-    before = int(workspace("sync")[2])
-    run_and_check(fn, [0, 10, 20, 25, 35, 36, 100, 101, 170], seed=4, out_atol=2e-3)  # 8 seqs: longest first
-    sync = workspace("sync").cpu()
-    nslot = 170 // 64 + 8 + 1   # the call's slots (T // C + N + 1); flags past them belong to other calls
-    assert sync[:2].tolist() == [0, 0]
-    assert int(sync[2]) in (before + 1, 1)          # 1 when the call had to grow (and zero) the words
-    assert (sync[3:3 + 2 * nslot * 8] == int(sync[2])).all(), "every Tm and P flag holds this call's epoch"
+    # leaves the counters at 0 and the epoch one higher, so the next call waits for fresh flags. At BV = 64: the
+    # sync words do not depend on the value slice, and 2 chain tickets a head are 4x fewer than lt.FUSED's 8 (whose
+    # own BV = 16 runs in test_fused_prep_tickets_and_their_flag_planes)
+    fn = with_cfg(replace(lt.FUSED, BV=64))
+    # the first call has the more slots (T // C + N + 1: 11, then 9; flags past a call's slots belong to other
+    # calls), so only it may have to grow (and zero) the words: then its epoch is 1
+    old = [buf for (key, dev, _), buf in pk._WORKSPACES.items() if key == "sync" and dev == str(WS_DEVICE)]
+    for cu, seed in (([0, 10, 20, 25, 35, 36, 100, 101, 170], 4), ([0, 17, 18, 150, 300], 3)):  # 8 seqs: longest first
+        nslot = cu[-1] // 64 + len(cu) - 1 + 1
+        grows = not old or old[0].numel() < 3 + 2 * nslot * 8
+        epoch = 1 if grows else int(old[0][2]) + 1
+        run_and_check(fn, cu, seed=seed, out_atol=2e-3)
+        sync = workspace("sync").cpu()
+        assert sync[:2].tolist() == [0, 0]
+        assert int(sync[2]) == epoch
+        assert (sync[3:3 + 2 * nslot * 8] == epoch).all(), "every Tm and P flag holds this call's epoch"
+        old = [workspace("sync")]
+    assert not grows
 
 
 def poison_workspaces(cu, C=64):
@@ -240,7 +261,10 @@ def poison_workspaces(cu, C=64):
 def test_fused_prep_tickets_and_their_flag_planes():
     # the fused launch's prep role: Tm and P of each (chunk, head) by separate tickets, each with its own flag
     # plane, both awaited by the chains. The workspaces start as NaN, so a slot that neither role wrote would
-    # poison the outputs.
+    # poison the outputs. Also the fused row at the sequence edges of test_next_chunk_loads_at_sequence_edges (same
+    # call), and the transposed chain of test_transposed_chain_variant as the fused launch's chain role (lt.FUSED
+    # is that test's config at BV = 16, 4 warps, fused)
+    assert lt.FUSED == replace(lt.TWO_LAUNCH, BV=16, num_warps=4, num_stages=2, trans=True, fused=True)
     cu = [0, 0, 17, 18, 150, 300]
     nslot = poison_workspaces(cu)
     run_and_check(with_cfg(lt.FUSED), cu, seed=3, out_atol=2e-3)
@@ -249,12 +273,13 @@ def test_fused_prep_tickets_and_their_flag_planes():
     assert (sync[3:3 + 2 * nslot * 8] == int(sync[2])).all(), "both planes hold this call's epoch"
 
 
-@pytest.mark.parametrize("bv,warps,fused", [(16, 4, False), (64, 8, False), (16, 4, True)])
-def test_transposed_chain_variant(bv, warps, fused):
+@pytest.mark.parametrize("bv,warps", [(16, 4), (64, 8)])
+def test_transposed_chain_variant(bv, warps):
     # the transposed chain (cfg "trans", ALGO_CHUNK_WS_T; the table's fused and N >= 5 rows): the state
-    # slice held as [BV, K], a zero-length sequence and a partial last chunk included; also as the
-    # fused launch's chain role
-    cfg = replace(lt.TWO_LAUNCH, BV=bv, num_warps=warps, num_stages=2, trans=True, fused=fused)
+    # slice held as [BV, K], a zero-length sequence and a partial last chunk included. As the fused launch's
+    # chain role at BV = 16 with 4 warps this config is lt.FUSED, run on the same call (cu and seed 3) by
+    # test_fused_prep_tickets_and_their_flag_planes
+    cfg = replace(lt.TWO_LAUNCH, BV=bv, num_warps=warps, num_stages=2, trans=True)
     run_and_check(with_cfg(cfg), [0, 0, 17, 18, 150, 300],
                   seed=3, out_atol=2e-3)
 
@@ -262,17 +287,19 @@ def test_transposed_chain_variant(bv, warps, fused):
 def test_prep_writes_every_slot():
     # the two-launch rows' prep: its CTAs compute either Tm or P of a (chunk, head). The workspaces start as NaN,
     # so a slot that neither role wrote would poison the outputs.
+    # (also the TWO_LAUNCH_WIDE row at the sequence edges of test_next_chunk_loads_at_sequence_edges: same call)
     cu = [0, 0, 17, 18, 150, 300]
     poison_workspaces(cu)
     run_and_check(with_cfg(lt.TWO_LAUNCH_WIDE), cu, seed=3, out_atol=2e-3)
 
 
-@pytest.mark.parametrize("trans,bv", [(False, 16), (True, 32)], ids=["untransposed", "transposed-bv32"])
+@pytest.mark.parametrize("trans,bv", [(False, 64), (True, 32)], ids=["untransposed-bv64", "transposed-bv32"])
 def test_segment_walk(trans, bv):
     # cfg segs: 4 segments of 2 chunks (C = 16) for the 125-token sequence, so its last segment starts from
     # two transition products; the 5-token sequence ends in segment 0 (new_state from the first segment
     # launch), the 1-token one too, and the empty one has only its new_state (= its state); the first
-    # launch's mixed slices are half value, half identity columns (v = 0 for the latter)
+    # launch's mixed slices are half value, half identity columns (v = 0 for the latter): 32 + 32 columns at
+    # BV = 64, 16 + 16 at BV = 32
     cfg = replace(lt.TWO_LAUNCH_T if trans else lt.TWO_LAUNCH, segs=4, BV=bv, C=16, SB=8, lpt=False)
     run_and_check(with_cfg(cfg), [0, 5, 5, 130, 131], seed=5, out_atol=2e-3)
 
@@ -415,7 +442,15 @@ def test_launch_table():
 @pytest.mark.parametrize("cu", [[0, 3, 20], [0, 17, 18, 40, 70]],
                          ids=lambda c: "cu" + "-".join(map(str, c)))
 def test_recurrent_ablation(cu):
-    run_and_check(pk.kernel_recurrent, cu, seed=4)
+    # the entry point at its own config (BV = 16) on two sequences; the four sequences (a length-1 one among them)
+    # through the same launch path at BV = 64 (the token step does not depend on the value slice; 2 V slices a head
+    # instead of 8, which the interpreter runs one after another)
+    if len(cu) == 3:
+        run_and_check(pk.kernel_recurrent, cu, seed=4)
+    else:
+        def fn(*args):
+            pk._launch(pk.ALGO_RECURRENT, *args, cfg=replace(lt.RECURRENT, BV=64))
+        run_and_check(fn, cu, seed=4)
 
 
 def test_entry_point_signature():
