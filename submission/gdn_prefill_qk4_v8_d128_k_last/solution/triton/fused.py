@@ -36,9 +36,11 @@ def _gdn_fused_kernel(
         io = (q_ptr, k_ptr, a_ptr, b_ptr, ws_ptr, wp_ptr)
         tp = t % NPREP
         if t < NPREP:
-            _prep_slot(tp // NHV, tp % NHV, io, (alog_ptr, dtb_ptr), cu_ptr, N, True, C, SB, NP2, (PREC_QK, PREC_F))
+            _prep_slot(tp // NHV, tp % NHV, io, (alog_ptr, dtb_ptr), cu_ptr, N, True, C, SB, NP2, (PREC_QK, PREC_F),
+                       True, False)
         else:
-            _prep_slot(tp // NHV, tp % NHV, io, (alog_ptr, dtb_ptr), cu_ptr, N, False, C, SB, NP2, (PREC_QK, PREC_F))
+            _prep_slot(tp // NHV, tp % NHV, io, (alog_ptr, dtb_ptr), cu_ptr, N, False, C, SB, NP2, (PREC_QK, PREC_F),
+                       True, False)
         tl.debug_barrier()      # every thread's workspace stores before the releasing flag store
         tl.atomic_xchg(sync_ptr + 3 + t, want, sem="release")
     else:

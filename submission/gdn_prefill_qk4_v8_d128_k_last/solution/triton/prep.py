@@ -28,11 +28,31 @@ def _rank_sequence(p, cu_ptr, perm_ptr, N, NP2: tl.constexpr):
 
 
 @triton.jit
+def _store_copy(wp_ptr, slot, h, x, C: tl.constexpr, Q: tl.constexpr):
+    """The fp16 copy of a chunk's k (or, Q, q) rows into the P workspace: one per q/k head, by its first head h."""
+    if h % (NHV // NHK) == 0:
+        tl.store(wp_ptr + _kq_off(slot, h // (NHV // NHK), C) + (C * DK if Q else 0), x.to(tl.float16))
+
+
+@triton.jit
+def _store_gate_vectors(gp, G, beta, C: tl.constexpr):
+    """gamma, beta and the decay vector of a chunk into its gate block gp (G log2(e) is its fourth row)."""
+    r = tl.arange(0, C)
+    gam, dec, egC = _gate_vectors(G)
+    tl.store(gp + r, gam)
+    tl.store(gp + C + r, beta)
+    tl.store(gp + 2 * C + r, dec)
+
+
+@triton.jit
 def _prep_slot(slot, h, io, hp, cu_ptr, N, DO_TM: tl.constexpr, C: tl.constexpr, SB: tl.constexpr,
-               NP2: tl.constexpr, PREC, WS_P: tl.constexpr = True):
+               NP2: tl.constexpr, PREC, WS_P: tl.constexpr = True, STORE_FIRST: tl.constexpr = True):
     """Tm (DO_TM) or else P of workspace slot `slot`, head h, with the fp16 copy of the chunk's k and its gate block
     (with Tm) or of its q (with P; the P tile only WS_P). io = (q_ptr, k_ptr, a_ptr, b_ptr, ws_ptr, wp_ptr),
-    hp = (alog_ptr, dtb_ptr), PREC = (PREC_QK, PREC_F)."""
+    hp = (alog_ptr, dtb_ptr), PREC = (PREC_QK, PREC_F). STORE_FIRST: the copies and the gate vectors are stored
+    before the solve (Tm or P), so none of them is live through it: the prep launch then fits 4 CTAs an SM on sm_90
+    instead of 3 (116-126 registers against 159-168); the fused launch, whose CTAs an SM its shared memory sets,
+    stores them after it (stored first they delay its solve: +3 % on its calls)."""
     q_ptr, k_ptr, a_ptr, b_ptr, ws_ptr, wp_ptr = io
     alog_ptr, dtb_ptr = hp
     hq = h // (NHV // NHK)
@@ -53,26 +73,29 @@ def _prep_slot(slot, h, io, hp, cu_ptr, N, DO_TM: tl.constexpr, C: tl.constexpr,
         qk_off = tok[:, None] * (NHK * DK) + hq * DK + kx[None, :]
         if DO_TM:
             k = tl.load(k_ptr + qk_off, mask=valid[:, None], other=0.0)
+            if STORE_FIRST:
+                _store_copy(wp_ptr, slot, h, k, C, False)
             lg, beta = _chunk_gates(a_ptr, b_ptr, tok, valid, h, alog, dtb)
             G = tl.cumsum(lg, axis=0)
             gp = wp_ptr.to(tl.pointer_type(tl.float32)) + _g_off(slot, h, C)
             tl.store(gp + 3 * C + r, G * 1.4426950408889634)    # G log2(e), for the chain's exp2
+            if STORE_FIRST:
+                _store_gate_vectors(gp, G, beta, C)
             Tm = _chunk_tm(k, G, beta, C, SB, PREC[0], PREC[1])
             tl.store(ws_ptr + _ws_off(slot, h, C), Tm.to(ws_ptr.dtype.element_ty))
-            if h % (NHV // NHK) == 0:   # one copy per q/k head
-                tl.store(wp_ptr + _kq_off(slot, hq, C), k.to(tl.float16))
-            gam, dec, egC = _gate_vectors(G)
-            tl.store(gp + r, gam)
-            tl.store(gp + C + r, beta)
-            tl.store(gp + 2 * C + r, dec)
+            if not STORE_FIRST:
+                _store_copy(wp_ptr, slot, h, k, C, False)
+                _store_gate_vectors(gp, G, beta, C)
         elif WS_P:
             k = tl.load(k_ptr + qk_off, mask=valid[:, None], other=0.0)
             lg, beta = _chunk_gates(a_ptr, b_ptr, tok, valid, h, alog, dtb)
             q = tl.load(q_ptr + qk_off, mask=valid[:, None], other=0.0)
+            if STORE_FIRST:
+                _store_copy(wp_ptr, slot, h, q, C, True)
             P = _chunk_p(q, k, tl.cumsum(lg, axis=0), C, PREC[0])
             tl.store(wp_ptr + _wp_off(slot, h, C), P.to(wp_ptr.dtype.element_ty))
-            if h % (NHV // NHK) == 0:
-                tl.store(wp_ptr + _kq_off(slot, hq, C) + C * DK, q.to(tl.float16))
+            if not STORE_FIRST:
+                _store_copy(wp_ptr, slot, h, q, C, True)
         elif h % (NHV // NHK) == 0:     # no P tiles (the chain computes them): the q copy only
             q = tl.load(q_ptr + qk_off, mask=valid[:, None], other=0.0)
             tl.store(wp_ptr + _kq_off(slot, hq, C) + C * DK, q.to(tl.float16))
