@@ -52,7 +52,7 @@ def _prep_slot(slot, h, io, hp, cu_ptr, N, DO_TM: tl.constexpr, C: tl.constexpr,
     hp = (alog_ptr, dtb_ptr), PREC = (PREC_QK, PREC_F). STORE_FIRST: the copies and the gate vectors are stored
     before the solve (Tm or P), so none of them is live through it: the prep launch then fits 4 CTAs an SM on sm_90
     instead of 3 (116-126 registers against 159-168); the fused launch, whose CTAs an SM its shared memory sets,
-    stores them after it (stored first they delay its solve: +3 % on its calls)."""
+    stores them after it (stored first, its calls took 3 % longer; docs/kernels/prefill.md, `early`)."""
     q_ptr, k_ptr, a_ptr, b_ptr, ws_ptr, wp_ptr = io
     alog_ptr, dtb_ptr = hp
     hq = h // (NHV // NHK)
