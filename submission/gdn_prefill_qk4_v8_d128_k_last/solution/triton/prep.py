@@ -38,7 +38,7 @@ def _store_copy(wp_ptr, slot, h, x, C: tl.constexpr, Q: tl.constexpr):
 def _store_gate_vectors(gp, G, beta, C: tl.constexpr):
     """gamma, beta and the decay vector of a chunk into its gate block gp (G log2(e) is its fourth row)."""
     r = tl.arange(0, C)
-    gam, dec, egC = _gate_vectors(G)
+    gam, dec, _ = _gate_vectors(G)   # egC: the chain takes it from gamma's last row
     tl.store(gp + r, gam)
     tl.store(gp + C + r, beta)
     tl.store(gp + 2 * C + r, dec)
